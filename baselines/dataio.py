@@ -1,0 +1,179 @@
+"""Reading and writing files safely: one error type for bad input, atomic writes, hashes, KLUE TSV blocks."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+
+class DataError(Exception):
+    """Malformed input. The message names the file, the record (line or guid) and what was expected."""
+
+    def __init__(self, path: os.PathLike | str, where: str | None, problem: str):
+        self.path, self.where, self.problem = str(path), where, problem
+        location = f"{self.path}: {where}" if where else self.path
+        super().__init__(f"{location}: {problem}")
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; a syntax error becomes a DataError with its line and column."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as error:
+        raise DataError(path, f"line {error.lineno}, column {error.colno}", f"invalid JSON ({error.msg})")
+    except UnicodeDecodeError as error:
+        raise DataError(path, f"byte {error.start}", "not UTF-8 text") from None
+    except OSError as error:
+        raise DataError(path, None, f"cannot read ({error.strerror})") from None
+
+
+def read_jsonl(path: Path) -> list[tuple[int, dict]]:
+    """The JSON objects of a JSON Lines file with their line numbers (blank lines are skipped)."""
+    rows = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as error:
+                    raise DataError(path, f"line {number}", f"invalid JSON ({error.msg})") from None
+                if not isinstance(row, dict):
+                    raise DataError(path, f"line {number}", "expected a JSON object")
+                rows.append((number, row))
+    except UnicodeDecodeError as error:
+        raise DataError(path, f"byte {error.start}", "not UTF-8 text") from None
+    except OSError as error:
+        raise DataError(path, None, f"cannot read ({error.strerror})") from None
+    return rows
+
+
+def looks_like_jsonl(path: Path) -> bool:
+    """True when the first non-blank character starts an object that ends on its own line."""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            stripped = line.strip()
+            if stripped:
+                if not stripped.startswith("{"):
+                    return False
+                try:
+                    json.loads(stripped)
+                    return True
+                except json.JSONDecodeError:
+                    return False
+    return False
+
+
+def require(record: dict, key: str, kind: type | tuple, path: Path, where: str) -> Any:
+    """record[key], checked for presence and type, else a DataError naming the field."""
+    if not isinstance(record, dict):
+        raise DataError(path, where, "expected a JSON object")
+    if key not in record:
+        raise DataError(path, where, f"missing required field '{key}'")
+    value = record[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise DataError(path, where, f"field '{key}' should be {names}, not {type(value).__name__}")
+    return value
+
+
+def guid_of(record: Any, index: int) -> str:
+    """How to name a JSON record in an error: its guid when it has one, else its position."""
+    if isinstance(record, dict) and isinstance(record.get("guid"), str):
+        return f"guid {record['guid']}"
+    return f"record {index}"
+
+
+def require_list(data: Any, path: Path) -> list:
+    if not isinstance(data, list):
+        raise DataError(path, None, f"expected a JSON list of records, found {type(data).__name__}")
+    return data
+
+
+@dataclass
+class TsvBlock:
+    """One sentence of a KLUE TSV file: its '## guid<TAB>text' line and its token rows."""
+    guid: str
+    text: str
+    line: int
+    rows: list[tuple[int, list[str]]]
+
+
+def read_tsv_blocks(path: Path) -> Iterator[TsvBlock]:
+    """Sentences of a KLUE NER/DP TSV: '##' lines, tab-separated token rows, blank lines between
+    sentences. The last '##' line before a sentence's rows is its 'guid<TAB>text' header; the earlier
+    ones are comments (the file starts with a few, such as '## 주석 : ##')."""
+    header: tuple[int, str, str] | None = None
+    block: TsvBlock | None = None
+    try:
+        handle = open(path, encoding="utf-8")
+    except OSError as error:
+        raise DataError(path, None, f"cannot read ({error.strerror})") from None
+    with handle:
+        try:
+            for number, raw in enumerate(handle, start=1):
+                line = raw.rstrip("\r\n")
+                if line.startswith("##"):
+                    if block is not None:
+                        yield block
+                        block = None
+                    guid, _tab, text = line[2:].strip(" ").partition("\t")
+                    header = (number, guid.strip(), text)
+                elif not line.strip():
+                    if block is not None:
+                        yield block
+                    block, header = None, None
+                else:
+                    if block is None:
+                        if header is None:
+                            raise DataError(path, f"line {number}", "token row outside a sentence "
+                                            "(expected a '## guid<TAB>text' line first)")
+                        block = TsvBlock(header[1], header[2], header[0], [])
+                    block.rows.append((number, line.split("\t")))
+        except UnicodeDecodeError as error:
+            raise DataError(path, f"byte {error.start}", "not UTF-8 text") from None
+    if block is not None:
+        yield block
+
+
+def file_sha256(path: Path, chunk_size: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(chunk_size), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[Any]:
+    """Open a temporary file beside `path` and move it over `path` only when the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, mode, encoding=None if "b" in mode else encoding) as handle:
+            yield handle
+        os.replace(temp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        raise
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    with atomic_output(path) as handle:
+        json.dump(data, handle, ensure_ascii=False, indent=2)
+        handle.write("\n")
+
+
+def write_jsonl_atomic(path: Path, rows: list[dict]) -> None:
+    with atomic_output(path) as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -1,0 +1,1 @@
+"""One module per KLUE task: record types, loader, models, prediction format and scorer."""

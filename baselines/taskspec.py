@@ -1,0 +1,112 @@
+"""What every task module declares: its files, loader, models, prediction format and scorer."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from baselines.dataio import DataError, read_jsonl
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One KLUE task as the triple (data format, model, metric), seen by the driver and the CLI.
+
+    - ``load(path)`` reads an official file into typed records; ``load_input(path)`` also reads the
+      raw JSONL that ``predict`` accepts.
+    - ``load_resources(files)`` reads auxiliary files (relation list, ontology) into a dict that model
+      factories and scorers receive.
+    - ``models[name](random_state, resources)`` builds an unfitted estimator; ``targets(records)`` is the
+      y that its ``fit(records, y)`` receives.
+    - ``predict(model, records)`` returns one JSON-able dict per record, keyed by ``guid``: the format of
+      ``predict`` output and of ``score --predictions``.
+    - ``score(records, predictions, resources)`` returns the official metrics (x100) and breakdowns.
+    """
+
+    code: str
+    title: str
+    folder: str
+    train_file: str | None
+    dev_file: str
+    load: Callable[[Path], list]
+    models: dict[str, Callable[..., Any]]
+    default_model: str
+    targets: Callable[[Sequence], list]
+    predict: Callable[[Any, Sequence], list[dict]]
+    score: Callable[[Sequence, Sequence[dict], dict], dict[str, float]]
+    headline: tuple[str, ...]
+    prediction_example: str
+    load_input: Callable[[Path], list] | None = None
+    extra_files: tuple[str, ...] = ()
+    load_resources: Callable[[dict[str, Path]], dict] = field(default=lambda files: {})
+    group: Callable[[Any], str] | None = None
+    predictions_from_json: Callable[[Any], list[dict] | None] = field(default=lambda data: None)
+    record_id: Callable[[Any], str] = field(default=lambda record: record.guid)
+
+    def official_files(self) -> tuple[str, ...]:
+        names = (self.train_file,) if self.train_file else ()
+        return names + (self.dev_file,) + self.extra_files
+
+
+class PredictionError(ValueError):
+    """Predictions that do not fit the gold data: missing or unknown ids, labels outside the label set."""
+
+
+def align_predictions(records: Sequence, predictions: Sequence[dict], record_id: Callable[[Any], str],
+                      ) -> list[dict]:
+    """Order predictions like the records by guid; complain with counts and the first few ids."""
+    by_id: dict[str, dict] = {}
+    for prediction in predictions:
+        by_id[str(prediction.get("guid"))] = prediction
+    gold_ids = [record_id(record) for record in records]
+    missing = [guid for guid in gold_ids if guid not in by_id]
+    unknown = sorted(set(by_id) - set(gold_ids))
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} gold items have no prediction (first: {', '.join(missing[:3])})")
+    if unknown:
+        problems.append(f"{len(unknown)} predictions have unknown ids (first: {', '.join(unknown[:3])})")
+    if problems:
+        raise PredictionError("; ".join(problems))
+    return [by_id[guid] for guid in gold_ids]
+
+
+def check_labels(predictions: Sequence[dict], key: str, allowed: Sequence[str]) -> list[str]:
+    """The predicted labels, after checking that each is in the task's label set."""
+    allowed_set = set(allowed)
+    bad = [p for p in predictions if p.get(key) not in allowed_set]
+    if bad:
+        first = ", ".join(f"{p.get('guid')}={p.get(key)!r}" for p in bad[:3])
+        raise PredictionError(f"{len(bad)} predictions have a '{key}' outside the label set (first: {first})")
+    return [p[key] for p in predictions]
+
+
+def labels_from(path: Path, records: list, allowed: Sequence[str], field_name: str = "label") -> None:
+    """Reject a record whose gold label is outside the task's label set, naming it."""
+    for record in records:
+        value = getattr(record, field_name)
+        if value is not None and value not in allowed:
+            raise DataError(path, f"guid {record.guid}", f"label {value!r} is not one of {', '.join(allowed)}")
+
+
+def label_predictions(model: Any, records: Sequence, digits: int = 6) -> list[dict]:
+    """Predictions of a classifier as {'guid', 'label'} plus 'probs' (label -> probability) when the
+    model has predict_proba."""
+    labels = model.predict(records)
+    rows = [{"guid": record.guid, "label": str(label)} for record, label in zip(records, labels)]
+    if hasattr(model, "predict_proba"):
+        probabilities = model.predict_proba(records)
+        classes = [str(label) for label in model.classes_]
+        for row, distribution in zip(rows, probabilities):
+            row["probs"] = {label: round(float(p), digits) for label, p in zip(classes, distribution)}
+    return rows
+
+
+def jsonl_records(path: Path, build: Callable[[dict, str, str], Any]) -> list:
+    """Records from a JSONL input file: build(row, guid, where) for each line, where guid defaults to
+    'line-N' when the row has none."""
+    records = []
+    for number, row in read_jsonl(path):
+        guid = str(row.get("guid", f"line-{number}"))
+        records.append(build(row, guid, f"line {number}"))
+    return records
