@@ -8,7 +8,7 @@ from typing import Sequence
 from sklearn.dummy import DummyClassifier
 
 from baselines import scoring
-from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.taskspec import (TaskSpec, align_predictions, check_labels, jsonl_records,
                                 label_predictions, labels_from)
 

@@ -1,0 +1,322 @@
+"""The klue-baselines command line: a thin click layer over the driver, the scorers and the data tools."""
+from __future__ import annotations
+
+import functools
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from baselines import datafiles, driver, results
+from baselines.dataio import DataError, looks_like_jsonl, read_jsonl, write_jsonl_atomic
+from baselines.persistence import ModelFileError, load_model, save_model
+from baselines.registry import TASK_CODES, all_tasks, get_task
+from baselines.taskspec import PredictionError, TaskSpec
+from features import analysis
+
+KNOWN_ERRORS = (DataError, PredictionError, ModelFileError, datafiles.DownloadError, driver.UsageError)
+
+
+def friendly_errors(command: Callable) -> Callable:
+    """Known failures become one 'Error: ...' line and a non-zero exit, never a traceback."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except KNOWN_ERRORS as error:
+            raise click.ClickException(str(error)) from None
+    return wrapper
+
+
+class Console:
+    """Status lines and progress bars on stderr, silenced by --quiet."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    def log(self, message: str) -> None:
+        if not self.quiet:
+            click.echo(message, err=True)
+
+    def progress(self, label: str, length: int):
+        return click.progressbar(length=length, label=label, file=sys.stderr if not self.quiet else None,
+                                 show_pos=False, show_percent=True, hidden=self.quiet)
+
+
+def console(ctx: click.Context) -> Console:
+    return ctx.find_object(Console)
+
+
+task_argument = click.argument("task", type=click.Choice(TASK_CODES))
+data_dir_option = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
+                               help="Folder with the KLUE files (default: $KLUE_DATA_DIR, then the download "
+                                    "cache, then the shipped sample).")
+train_option = click.option("--train", "train_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                            help="Training file instead of the official one (for example a partial copy).")
+dev_option = click.option("--dev", "dev_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                          help="Evaluation file instead of the official dev file.")
+seed_option = click.option("--seed", default=0, show_default=True, help="Random seed of models and folds.")
+model_name_option = click.option("--model", "model_name", default=None,
+                                 help="Model to train: the task's default, or 'trivial' for the floor.")
+
+
+def command_line() -> str:
+    return "klue-baselines " + shlex.join(sys.argv[1:])
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="klue-baselines")
+@click.option("--quiet", "-q", is_flag=True, help="No progress or status output on stderr.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the morpheme-analysis cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where the analysis cache lives (default: $KLUE_BASELINES_CACHE or ~/.cache/klue-baselines).")
+@click.option("--workers", type=int, default=None, help="Kiwi threads (default: all cores).")
+@click.pass_context
+def main(ctx: click.Context, quiet: bool, no_cache: bool, cache_dir: Path | None, workers: int | None) -> None:
+    """Classical, CPU-only baselines for the eight KLUE tasks, scored with the official metrics."""
+    ctx.obj = Console(quiet)
+    analysis.configure(num_workers=workers, cache_dir=cache_dir, use_cache=False if no_cache else None)
+
+
+@main.command()
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+def tasks(data_dir: Path | None) -> None:
+    """List the tasks, their models and the files each needs (and which are found)."""
+    for task in all_tasks():
+        try:
+            data = driver.resolve_data(task, data_dir)
+        except driver.UsageError:
+            data = None
+        click.echo(f"{task.code:5} {task.title}")
+        click.echo(f"      models: {', '.join(task.models)} (default {task.default_model}); "
+                   f"metrics: {', '.join(task.headline)}")
+        for name in task.official_files():
+            found = None
+            if data is not None:
+                found = {task.train_file: data.train, task.dev_file: data.dev}.get(name) or data.extras.get(name)
+            click.echo(f"      {task.folder}/{name}: {found if found else 'not found'}")
+
+
+@main.command()
+@click.argument("task_codes", nargs=-1, type=click.Choice(TASK_CODES))
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Target folder (default: $KLUE_DATA_DIR, else the per-user cache).")
+@click.option("--mirror", default=None, help="Base URL of a copy with the official layout <folder>/<file>.")
+@click.pass_context
+@friendly_errors
+def download(ctx: click.Context, task_codes: tuple[str, ...], data_dir: Path | None, mirror: str | None) -> None:
+    """Fetch and verify the official KLUE v1.1 files (all tasks by default)."""
+    out = console(ctx)
+    target = datafiles.configured_data_dir(data_dir) or datafiles.user_cache_dir()
+    chosen = [get_task(code) for code in (task_codes or TASK_CODES)]
+    written = datafiles.download(chosen, target, mirror=mirror, progress=out.progress, log=out.log)
+    click.echo(f"{len(written)} files ready in {target}")
+
+
+def _data(task: TaskSpec, out: Console, data_dir, train_file, dev_file) -> driver.TaskData:
+    data = driver.resolve_data(task, data_dir, train_file, dev_file)
+    if data.is_sample:
+        out.log(f"{task.code}: no data directory configured: using the small sample shipped with the "
+                f"package. These are SAMPLE scores, not KLUE results.")
+    return data
+
+
+@main.command()
+@task_argument
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Model file to write (default: <task>.joblib).")
+@data_dir_option
+@train_option
+@model_name_option
+@seed_option
+@click.pass_context
+@friendly_errors
+def train(ctx, task: str, out_path: Path | None, data_dir, train_file, model_name, seed: int) -> None:
+    """Train a model on the training file and save it with joblib."""
+    spec, out = get_task(task), console(ctx)
+    data = _data(spec, out, data_dir, train_file, None)
+    if data.train is None:
+        raise driver.UsageError(f"no training file for {task}: give --train FILE or --data-dir")
+    records = spec.load(data.train)
+    driver.check_labelled(spec, records, data.train)
+    name, model = driver.build_model(spec, model_name, seed, spec.load_resources(data.extras))
+    out.log(f"{task}: fitting {name} on {len(records)} records from {data.train}")
+    model.fit(records, spec.targets(records))
+    path = out_path or Path(f"{task}.joblib")
+    save_model(path, model, task, name, [data.train], driver.versions())
+    click.echo(f"saved {name} model for {task} to {path}")
+
+
+def _model_for(spec: TaskSpec, out: Console, model_path: Path | None, data: driver.TaskData, seed: int):
+    if model_path is not None:
+        model, metadata = load_model(model_path, spec.code, driver.versions())
+        return metadata["model"], model
+    if data.train is None:
+        raise driver.UsageError(f"give --model FILE (from `klue-baselines train {spec.code}`) or training data")
+    records = spec.load(data.train)
+    driver.check_labelled(spec, records, data.train)
+    name, model = driver.build_model(spec, None, seed, spec.load_resources(data.extras))
+    out.log(f"{spec.code}: no --model given: fitting {name} on {data.train}")
+    return name, model.fit(records, spec.targets(records))
+
+
+def _print_metrics(metrics: dict[str, float], headline: tuple[str, ...]) -> None:
+    width = max(map(len, metrics))
+    ordered = [k for k in headline if k in metrics] + sorted(k for k in metrics if k not in headline)
+    for key in ordered:
+        click.echo(f"{key:<{width}}  {metrics[key]:8.2f}")
+
+
+@main.command()
+@task_argument
+@click.option("--model", "model_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              default=None, help="Model file from `train` (default: train one on the training data first).")
+@data_dir_option
+@train_option
+@dev_option
+@seed_option
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+@click.pass_context
+@friendly_errors
+def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, seed: int, as_json: bool) -> None:
+    """Score a model on the dev file with the official metrics."""
+    spec, out = get_task(task), console(ctx)
+    data = _data(spec, out, data_dir, train_file, dev_file)
+    if data.dev is None:
+        raise driver.UsageError(f"no evaluation file for {task}: give --dev FILE or --data-dir")
+    name, model = _model_for(spec, out, model_path, data, seed)
+    records = spec.load(data.dev)
+    driver.check_labelled(spec, records, data.dev)
+    metrics = spec.score(records, spec.predict(model, records), spec.load_resources(data.extras))
+    if as_json:
+        click.echo(json.dumps({"task": task, "model": name, "metrics": metrics}, ensure_ascii=False, indent=2))
+    else:
+        _print_metrics(metrics, spec.headline)
+
+
+@main.command()
+@task_argument
+@click.option("--input", "input_path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Official-format file or JSONL of raw inputs (see README).")
+@click.option("--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="JSONL to write (default: stdout).")
+@click.option("--model", "model_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Model file from `train` (default: train one on the training data first).")
+@data_dir_option
+@train_option
+@seed_option
+@click.pass_context
+@friendly_errors
+def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir, train_file, seed: int) -> None:
+    """Predict raw or official-format input; one JSON object per record (format in the README)."""
+    spec, out = get_task(task), console(ctx)
+    loader = spec.load_input or spec.load
+    records = loader(input_path)
+    data = driver.TaskData(None, None, {}, "none") if model_path else _data(spec, out, data_dir, train_file, None)
+    _name, model = _model_for(spec, out, model_path, data, seed)
+    rows = spec.predict(model, records)
+    if output_path:
+        write_jsonl_atomic(output_path, rows)
+        out.log(f"{len(rows)} predictions written to {output_path}")
+    else:
+        for row in rows:
+            click.echo(json.dumps(row, ensure_ascii=False))
+
+
+@main.command()
+@click.argument("task_codes", nargs=-1, type=click.Choice(TASK_CODES))
+@model_name_option
+@data_dir_option
+@train_option
+@dev_option
+@click.option("--cv", default=0, type=click.IntRange(min=0), help="Cross-fit K folds over the evaluation file "
+              "(grouped by passage for MRC, by dialogue for WoS); the training file, if any, joins every fold.")
+@seed_option
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where to write <task>.json and README.md (default: ./results; with the shipped sample, "
+                   "nothing is written unless this is given).")
+@click.pass_context
+@friendly_errors
+def run(ctx, task_codes, model_name, data_dir, train_file, dev_file, cv: int, seed: int, results_dir) -> None:
+    """Train and evaluate (all tasks by default), print the table and record results/."""
+    out = console(ctx)
+    codes = task_codes or TASK_CODES
+    if (train_file or dev_file) and len(codes) != 1:
+        raise driver.UsageError("--train and --dev name one task's files: give exactly one task")
+    records, sample_used = {}, False
+    for code in codes:
+        spec = get_task(code)
+        data = _data(spec, out, data_dir, train_file, dev_file)
+        sample_used |= data.is_sample
+        record = driver.evaluate_task(spec, data, model_name=model_name, seed=seed, cv=cv, log=out.log)
+        record["command"] = command_line()
+        records[code] = record
+        out.log(f"{code}: " + ", ".join(f"{k} {v:.2f}" for k, v in record["headline"].items())
+                + f" ({sum(record['seconds'].values()):.1f}s, peak {record['peak_rss_mb']:.0f} MiB)")
+        if results_dir is not None or not data.is_sample:
+            path = results.record_run(results_dir or Path("results"), record)
+            out.log(f"{code}: recorded in {path}")
+    if results_dir is not None or not sample_used:
+        results.regenerate_readme(results_dir or Path("results"))
+    rows = []
+    for code, record in records.items():
+        for metric, value in record["headline"].items():
+            rows.append([code, record["model"], metric, f"{value:.2f}", record["protocol"]])
+    header = ["task", "model", "metric", "score", "protocol"]
+    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
+    for row in [header] + rows:
+        click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+    if sample_used:
+        click.echo("(scores on the shipped sample, not KLUE results: use --data-dir for the real data)")
+
+
+def _read_predictions(spec: TaskSpec, path: Path) -> list[dict]:
+    """JSONL keyed by guid, or a task's whole-file alternative (MRC's {question_id: answer} object)."""
+    try:
+        whole = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        whole = None
+    if isinstance(whole, dict) and "guid" not in whole:
+        converted = spec.predictions_from_json(whole)
+        if converted is not None:
+            return converted
+    if not looks_like_jsonl(path):
+        raise DataError(path, None, "expected JSONL with one prediction per line"
+                        + (" or a {question_id: answer} object" if spec.code == "mrc" else ""))
+    return [row for _number, row in read_jsonl(path)]
+
+
+@main.command()
+@task_argument
+@click.option("--gold", "gold_path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Official KLUE file of the task.")
+@click.option("--predictions", "predictions_path", required=True,
+              type=click.Path(dir_okay=False, exists=True, path_type=Path), help="JSONL keyed by guid.")
+@data_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
+@click.pass_context
+@friendly_errors
+def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_json: bool) -> None:
+    """Score anyone's predictions against an official file with the official metrics."""
+    spec, out = get_task(task), console(ctx)
+    gold = spec.load(gold_path)
+    driver.check_labelled(spec, gold, gold_path)
+    resources = spec.load_resources(driver.resolve_data(spec, data_dir, dev=gold_path).extras)
+    predictions = _read_predictions(spec, predictions_path)
+    try:
+        metrics = spec.score(gold, predictions, resources)
+    except PredictionError as error:
+        raise PredictionError(f"{predictions_path}: {error}") from None
+    if task == "re" and "auprc" not in metrics:
+        out.log("re: AUPRC needs 'probs' (label -> probability) in every prediction; micro F1 only")
+    if as_json:
+        click.echo(json.dumps({"task": task, "metrics": metrics}, ensure_ascii=False, indent=2))
+    else:
+        _print_metrics(metrics, spec.headline)
+
+
+if __name__ == "__main__":
+    main()

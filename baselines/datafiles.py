@@ -1,0 +1,141 @@
+"""Where the KLUE files are: data-directory resolution, the official manifest, the shipped sample, download."""
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Callable, Iterable
+
+from baselines.dataio import atomic_output, file_sha256
+from baselines.taskspec import TaskSpec
+
+DATA_DIR_VARIABLE = "KLUE_DATA_DIR"
+
+
+@dataclass(frozen=True)
+class OfficialFile:
+    name: str
+    size: int
+    sha256: str
+    url: str
+
+
+class DownloadError(Exception):
+    """A file that could not be fetched or verified; nothing is left at its target."""
+
+
+def official_manifest() -> dict[str, OfficialFile]:
+    """The 18 official KLUE v1.1 files (size, sha256, URL at the v1.1 commit), shipped with the package."""
+    text = resources.files("baselines").joinpath("data/official_files.tsv").read_text(encoding="utf-8")
+    rows = csv.DictReader(text.splitlines(), delimiter="\t")
+    return {row["file"]: OfficialFile(row["file"], int(row["bytes"]), row["sha256"], row["url"]) for row in rows}
+
+
+def sample_dir() -> Path:
+    """The small KLUE sample shipped inside the package (CC BY-SA 4.0, see its NOTICE)."""
+    return Path(str(resources.files("baselines").joinpath("sample")))
+
+
+def user_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "klue-baselines" / "data"
+
+
+def configured_data_dir(data_dir: str | os.PathLike | None) -> Path | None:
+    """--data-dir, else $KLUE_DATA_DIR, else None (the caller falls back to the cache dir or the sample)."""
+    if data_dir:
+        return Path(data_dir)
+    if os.environ.get(DATA_DIR_VARIABLE):
+        return Path(os.environ[DATA_DIR_VARIABLE])
+    return None
+
+
+def _name_variants(folder: str, name: str) -> list[tuple[str, str]]:
+    """Where a file may sit under a data dir: the v1.1 layout (folder/name), flat, and the v1 names."""
+    old_folder, old_name = folder.replace("-v1.1", "-v1"), name.replace("-v1.1", "-v1")
+    return [(folder, name), ("", name), (old_folder, old_name), ("", old_name)]
+
+
+def find_file(data_dir: Path, task: TaskSpec, name: str) -> Path | None:
+    for folder, candidate in _name_variants(task.folder, name):
+        path = data_dir / folder / candidate if folder else data_dir / candidate
+        if path.is_file():
+            return path
+    return None
+
+
+def verify(path: Path, official: OfficialFile) -> bool:
+    return path.is_file() and path.stat().st_size == official.size and file_sha256(path) == official.sha256
+
+
+def files_for(tasks: Iterable[TaskSpec]) -> list[tuple[TaskSpec, OfficialFile]]:
+    manifest = official_manifest()
+    return [(task, manifest[name]) for task in tasks for name in task.official_files()]
+
+
+ProgressFactory = Callable[[str, int], contextlib.AbstractContextManager]
+
+
+def _fetch(url: str, target: Path, official: OfficialFile,
+           progress: ProgressFactory | None, timeout: float) -> None:
+    digest = hashlib.sha256()
+    received = 0
+    bar_context = progress(official.name, official.size) if progress else contextlib.nullcontext()
+    with urllib.request.urlopen(url, timeout=timeout) as response, atomic_output(target, "wb") as out, \
+            bar_context as bar:
+        while chunk := response.read(1 << 16):
+            out.write(chunk)
+            digest.update(chunk)
+            received += len(chunk)
+            if bar is not None:
+                bar.update(len(chunk))
+        # Checked inside the atomic block so that a bad file never replaces the target.
+        if received != official.size:
+            raise DownloadError(f"{official.name}: received {received} bytes, expected {official.size}")
+        if digest.hexdigest() != official.sha256:
+            raise DownloadError(f"{official.name}: sha256 mismatch (got {digest.hexdigest()[:16]}..., "
+                                f"expected {official.sha256[:16]}...)")
+
+
+def download(tasks: Iterable[TaskSpec], data_dir: Path, mirror: str | None = None,
+             progress: ProgressFactory | None = None, log: Callable[[str], None] = print,
+             timeout: float = 60.0) -> list[Path]:
+    """Fetch the official files of `tasks` into data_dir/<folder>/<name>, verifying size and sha256.
+
+    Files already present and verified are skipped. `mirror` replaces the official URL with
+    `<mirror>/<folder>/<name>` (a copy with the same layout). A failure raises DownloadError naming the
+    file and why, after the other files were tried; no partial file is left behind.
+    """
+    written, failures = [], []
+    for task, official in files_for(tasks):
+        target = data_dir / task.folder / official.name
+        if target.exists() and verify(target, official):
+            log(f"{official.name}: present and verified, skipped")
+            written.append(target)
+            continue
+        if target.exists():
+            log(f"{official.name}: present but does not match the official sha256, fetching again")
+        url = f"{mirror.rstrip('/')}/{task.folder}/{official.name}" if mirror else official.url
+        try:
+            _fetch(url, target, official, progress, timeout)
+        except DownloadError as error:
+            failures.append(str(error))
+            continue
+        except urllib.error.HTTPError as error:
+            failures.append(f"{official.name}: cannot fetch {url} (HTTP {error.code} {error.reason})")
+            continue
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", None) or error
+            failures.append(f"{official.name}: cannot fetch {url} ({reason})")
+            continue
+        log(f"{official.name}: downloaded and verified")
+        written.append(target)
+    if failures:
+        raise DownloadError("; ".join(failures))
+    return written

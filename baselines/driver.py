@@ -1,0 +1,227 @@
+"""Train, cross-fit and evaluate a task's model, and record what was measured (the run/evaluate driver)."""
+from __future__ import annotations
+
+import platform
+import resource
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from sklearn.model_selection import GroupKFold, KFold
+
+import baselines
+from baselines import datafiles
+from baselines.dataio import DataError, file_sha256
+from baselines.taskspec import TaskSpec
+from features import analysis
+
+
+class UsageError(Exception):
+    """A request the driver cannot carry out as asked (missing data, unknown model, ...)."""
+
+
+@dataclass
+class TaskData:
+    """The files a run uses for one task, and where they came from."""
+    train: Path | None
+    dev: Path | None
+    extras: dict[str, Path]
+    source: str  # 'sample', or the data directory
+    is_sample: bool = False
+
+
+def resolve_data(task: TaskSpec, data_dir: str | Path | None = None, train: str | Path | None = None,
+                 dev: str | Path | None = None) -> TaskData:
+    """--train/--dev override; else --data-dir or $KLUE_DATA_DIR; else the download cache when it holds
+    the task's dev file; else the shipped sample."""
+    configured = datafiles.configured_data_dir(data_dir)
+    base, is_sample = configured, False
+    if base is None:
+        cache = datafiles.user_cache_dir()
+        if datafiles.find_file(cache, task, task.dev_file):
+            base = cache
+        elif train is None and dev is None:
+            base, is_sample = datafiles.sample_dir(), True
+    if base is not None and not base.is_dir():
+        raise UsageError(f"data directory {base} does not exist (run `klue-baselines download "
+                         f"--data-dir {base}` first)")
+    train_path = Path(train) if train else (datafiles.find_file(base, task, task.train_file)
+                                            if base is not None and task.train_file else None)
+    dev_path = Path(dev) if dev else (datafiles.find_file(base, task, task.dev_file) if base is not None else None)
+    for path in (train_path, dev_path):
+        if path is not None and not path.is_file():
+            raise UsageError(f"{path} is not a file")
+    extras = {}
+    for name in task.extra_files:
+        candidates = [p.parent / name for p in (dev_path, train_path) if p is not None]
+        if base is not None:
+            candidates.append(datafiles.find_file(base, task, name))
+        found = next((c for c in candidates if c is not None and c.is_file()), None)
+        if found is None:
+            raise UsageError(f"{task.code} needs {name}: put it beside the data files or in the data directory")
+        extras[name] = found
+    return TaskData(train_path, dev_path, extras, "sample" if is_sample else str(base or "command line"),
+                    is_sample)
+
+
+@dataclass
+class Stopwatch:
+    """Wall time per stage; Kiwi analysis time is split out of the stage that triggered it."""
+    stages: dict[str, float] = field(default_factory=dict)
+
+    def measure(self, stage: str, work: Callable[[], Any]) -> Any:
+        analysed_before = analysis.stats().seconds
+        start = time.perf_counter()
+        result = work()
+        elapsed = time.perf_counter() - start
+        in_analysis = analysis.stats().seconds - analysed_before
+        self.stages["analysis"] = self.stages.get("analysis", 0.0) + in_analysis
+        self.stages[stage] = self.stages.get(stage, 0.0) + elapsed - in_analysis
+        return result
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process and its finished children, in MiB (Linux reports KiB)."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    scale = 1 if sys.platform == "darwin" else 1024
+    return max(own, children) * scale / 2**20
+
+
+def versions() -> dict[str, str]:
+    import kiwipiepy
+    import sklearn
+
+    return {"python": platform.python_version(), "klue_baselines": baselines.__version__,
+            "kiwipiepy": kiwipiepy.__version__, "scikit_learn": sklearn.__version__, "numpy": np.__version__}
+
+
+def describe_file(path: Path, records: int | None = None) -> dict:
+    """Name, sha256, record count, and whether the file is byte-identical to the official file of its
+    name (None when its name is not an official one)."""
+    sha256 = file_sha256(path)
+    official = datafiles.official_manifest().get(path.name.replace("-v1_", "-v1.1_"))
+    described = {"path": str(path), "name": path.name, "sha256": sha256,
+                 "identical_to_official": None if official is None else official.sha256 == sha256}
+    if records is not None:
+        described["records"] = records
+    return described
+
+
+def build_model(task: TaskSpec, model_name: str | None, seed: int, resources: dict):
+    name = model_name or task.default_model
+    if name not in task.models:
+        raise UsageError(f"{task.code} has no model {name!r}; available: {', '.join(task.models)}")
+    return name, task.models[name](random_state=seed, resources=resources)
+
+
+def check_labelled(task: TaskSpec, records: Sequence, path: Path) -> None:
+    for gold, record in zip(task.targets(records), records):
+        if gold is None or (isinstance(gold, tuple) and None in gold[0]):
+            raise DataError(path, f"guid {task.record_id(record)}", "has no gold label; training and "
+                            "scoring need labelled data")
+
+
+def is_partial(path: Path, task: TaskSpec, official_name: str) -> bool:
+    """KLUE's naming rule for copies: a file named exactly like the official one (v1.1 or v1) holds all of
+    its records; one with an extra part in its name ('.first5000', '.partial1350') is a subset."""
+    return path.name not in (official_name, official_name.replace("-v1.1", "-v1"))
+
+
+def protocol_name(task: TaskSpec, cv: int, train: Path | None) -> str:
+    """The protocol names of the data README: official, official-partial-train, dev-crossfit, ..."""
+    partial = train is not None and task.train_file is not None and is_partial(train, task, task.train_file)
+    if not cv:
+        return "official-partial-train" if partial else "official"
+    if train is None:
+        return "dev-crossfit"
+    return "partial-train+dev-crossfit" if partial else "train+dev-crossfit"
+
+
+def cross_fit_folds(task: TaskSpec, records: Sequence, cv: int, seed: int) -> list[np.ndarray]:
+    """Index arrays of the evaluation folds: grouped when the task has groups (MRC passages)."""
+    indices = np.arange(len(records))
+    if len(records) < cv:
+        raise UsageError(f"--cv {cv} needs at least {cv} evaluation records, found {len(records)}")
+    if task.group is not None:
+        groups = [task.group(record) for record in records]
+        if len(set(groups)) < cv:
+            raise UsageError(f"--cv {cv} needs at least {cv} groups, found {len(set(groups))}")
+        splitter = GroupKFold(n_splits=cv, shuffle=True, random_state=seed)
+        return [test for _train, test in splitter.split(indices, groups=groups)]
+    splitter = KFold(n_splits=cv, shuffle=True, random_state=seed)
+    return [test for _train, test in splitter.split(indices)]
+
+
+def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None, seed: int = 0, cv: int = 0,
+                  log: Callable[[str], None] = lambda message: None) -> dict:
+    """Train on the train file (and, with cv, on the other dev folds), predict the dev file, score it.
+
+    Returns the record that `run` writes to results/<task>.json.
+    """
+    watch = Stopwatch()
+    if data.dev is None:
+        raise UsageError(f"no evaluation file for {task.code}: give --dev FILE or a --data-dir holding "
+                         f"{task.dev_file}")
+    if data.train is None and not cv:
+        raise UsageError(f"no training file for {task.code} ({task.train_file}): give --train FILE, or "
+                         f"--cv K to cross-fit over the evaluation file")
+    resources = watch.measure("load", lambda: task.load_resources(data.extras))
+    log(f"{task.code}: loading {data.dev.name}" + (f" and {data.train.name}" if data.train else ""))
+    dev_records = watch.measure("load", lambda: task.load(data.dev))
+    train_records = watch.measure("load", lambda: task.load(data.train)) if data.train else []
+    check_labelled(task, dev_records, data.dev)
+    if data.train:
+        check_labelled(task, train_records, data.train)
+    name, model = build_model(task, model_name, seed, resources)
+
+    def fit(records: list):
+        return watch.measure("fit", lambda: model.fit(records, task.targets(records)))
+
+    if cv:
+        predictions: list[dict | None] = [None] * len(dev_records)
+        folds = cross_fit_folds(task, dev_records, cv, seed)
+        for number, fold in enumerate(folds, start=1):
+            held_out = set(fold.tolist())
+            fold_train = train_records + [r for i, r in enumerate(dev_records) if i not in held_out]
+            log(f"{task.code}: fold {number}/{cv}: fitting {name} on {len(fold_train)} records")
+            fit(fold_train)
+            fold_records = [dev_records[i] for i in fold]
+            for i, prediction in zip(fold, watch.measure("predict", lambda: task.predict(model, fold_records))):
+                predictions[i] = prediction
+    else:
+        log(f"{task.code}: fitting {name} on {len(train_records)} records")
+        fit(train_records)
+        log(f"{task.code}: predicting {len(dev_records)} records")
+        predictions = watch.measure("predict", lambda: task.predict(model, dev_records))
+    metrics = watch.measure("score", lambda: task.score(dev_records, predictions, resources))
+    files = [describe_file(data.dev, len(dev_records))]
+    if data.train:
+        files.insert(0, describe_file(data.train, len(train_records)))
+    files.extend(describe_file(path) for path in data.extras.values())
+    return {
+        "task": task.code,
+        "model": name,
+        "estimator": type(model).__name__,
+        "protocol": ("sample" + ("-crossfit" if cv else "")) if data.is_sample else protocol_name(task, cv, data.train),
+        "cv_folds": cv,
+        "data_source": data.source,
+        "sample": data.is_sample,
+        "metrics": {key: round(value, 6) for key, value in metrics.items()},
+        "headline": {key: round(metrics[key], 4) for key in task.headline if key in metrics},
+        "files": files,
+        "hyper_parameters": _jsonable_params(model),
+        "seed": seed,
+        "seconds": {stage: round(value, 3) for stage, value in watch.stages.items()},
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "versions": versions(),
+    }
+
+
+def _jsonable_params(model) -> dict:
+    params = model.get_params(deep=False) if hasattr(model, "get_params") else {}
+    return {key: value if isinstance(value, (int, float, str, bool, type(None))) else repr(value)
+            for key, value in params.items()}

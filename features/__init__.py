@@ -1,0 +1,1 @@
+"""Korean text -> what classical models eat: Kiwi morphemes, vectoriser analysers, alignment helpers."""

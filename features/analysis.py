@@ -1,0 +1,151 @@
+"""Kiwi morpheme analysis for whole batches of texts, memoised in memory and cached on disk."""
+from __future__ import annotations
+
+import bisect
+import gc
+import os
+import threading
+import time
+from array import array
+from dataclasses import dataclass
+from typing import Iterable
+
+from features.cache import AnalysisCache, default_cache_dir
+from features.morphemes import Analysis, eojeol_spans
+
+
+def _columns(text: str, tokens) -> Analysis:
+    """Kiwi's tokens as an Analysis. Offsets are clamped into the text; a morpheme is placed in the
+    eojeol that holds its first character (or, when that is a space, the eojeol before it)."""
+    size = len(text)
+    word_starts = [start for start, _end in eojeol_spans(text)]
+    forms, tags = [], []
+    starts, ends, eojeols = array("i"), array("i"), array("i")
+    for token in tokens:
+        start = min(max(token.start, 0), size)
+        end = min(max(token.end, start), size)
+        forms.append(token.form)
+        tags.append(token.tag)
+        starts.append(start)
+        ends.append(end)
+        eojeols.append(max(bisect.bisect_right(word_starts, start) - 1, 0))
+    return Analysis(text, forms, tags, starts, ends, eojeols)
+
+
+@dataclass
+class AnalysisStats:
+    """What analysis cost in this process: Kiwi's time, and how many texts came from where."""
+    seconds: float = 0.0
+    analysed: int = 0
+    characters: int = 0
+    cache_hits: int = 0
+    memory_hits: int = 0
+
+
+class MorphemeAnalyzer:
+    """One lazily created Kiwi per process, its thread pool used through batch calls, a memory memo
+    and a disk cache in front of it. Never pickled inside a model: models hold options, not this."""
+
+    def __init__(self, num_workers: int | None = None, cache_dir: str | os.PathLike | None = None,
+                 use_cache: bool = True, memo_limit: int = 2_000_000):
+        self.num_workers = num_workers or os.cpu_count() or 1
+        self.cache_dir = cache_dir
+        self.use_cache = use_cache
+        self.memo_limit = memo_limit
+        self._kiwi = None
+        self._cache: AnalysisCache | None = None
+        self._memo: dict[str, Analysis] = {}
+        self._lock = threading.Lock()
+        self.stats = AnalysisStats()
+
+    @property
+    def kiwi(self):
+        with self._lock:
+            if self._kiwi is None:
+                from kiwipiepy import Kiwi
+
+                self._kiwi = Kiwi(num_workers=self.num_workers)
+            return self._kiwi
+
+    def options_key(self) -> str:
+        """Everything that changes an analysis: the analyser's versions and the options used."""
+        import kiwipiepy
+
+        try:
+            import kiwipiepy_model
+            model_version = kiwipiepy_model.__version__
+        except ImportError:
+            model_version = "unknown"
+        return f"kiwipiepy={kiwipiepy.__version__};model={model_version};tokenize=default;offsets=v1"
+
+    @property
+    def cache(self) -> AnalysisCache | None:
+        if not self.use_cache:
+            return None
+        if self._cache is None:
+            self._cache = AnalysisCache(self.cache_dir or default_cache_dir(), self.options_key())
+        return self._cache
+
+    def analyze(self, texts: Iterable[str]) -> list[Analysis]:
+        """The analysis of each text, in order. Repeated texts are analysed once."""
+        texts = list(texts)
+        wanted = [text for text in dict.fromkeys(texts) if text not in self._memo]
+        self.stats.memory_hits += len(texts) - len(wanted)
+        if wanted:
+            gc_was_enabled = gc.isenabled()
+            gc.disable()  # building millions of small tuples otherwise triggers full collections
+            try:
+                found = self.cache.get_many(wanted) if self.cache is not None else {}
+                self.stats.cache_hits += len(found)
+                missing = [text for text in wanted if text not in found]
+                if missing:
+                    fresh = self._run_kiwi(missing)
+                    if self.cache is not None:
+                        self.cache.put_many(fresh)
+                    found.update(fresh)
+                if len(self._memo) + len(found) > self.memo_limit:
+                    self._memo.clear()
+                self._memo.update(found)
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
+        return [self._memo[text] if text in self._memo else found[text] for text in texts]
+
+    def _run_kiwi(self, texts: list[str]) -> dict[str, Analysis]:
+        start = time.perf_counter()
+        results = {text: _columns(text, tokens) for text, tokens in zip(texts, self.kiwi.tokenize(texts))}
+        self.stats.seconds += time.perf_counter() - start
+        self.stats.analysed += len(texts)
+        self.stats.characters += sum(map(len, texts))
+        return results
+
+    def clear_memo(self) -> None:
+        self._memo.clear()
+
+
+_analyzer: MorphemeAnalyzer | None = None
+
+
+def configure(num_workers: int | None = None, cache_dir: str | os.PathLike | None = None,
+              use_cache: bool | None = None) -> MorphemeAnalyzer:
+    """Set up the process-wide analyser (the CLI's --no-cache / --cache-dir end here)."""
+    global _analyzer
+    if use_cache is None:
+        use_cache = os.environ.get("KLUE_BASELINES_NO_CACHE", "") in ("", "0")
+    _analyzer = MorphemeAnalyzer(num_workers=num_workers, cache_dir=cache_dir, use_cache=use_cache)
+    return _analyzer
+
+
+def analyzer() -> MorphemeAnalyzer:
+    if _analyzer is None:
+        configure()
+    return _analyzer
+
+
+def analyze(texts: Iterable[str]) -> list[Analysis]:
+    """Morpheme analyses of `texts` with the process-wide analyser (batched, memoised, cached)."""
+    return analyzer().analyze(texts)
+
+
+def stats() -> AnalysisStats:
+    return analyzer().stats

@@ -1,0 +1,73 @@
+"""The analysis of one text: its morphemes with forms, tags, character offsets and eojeol indices."""
+from __future__ import annotations
+
+from array import array
+from typing import NamedTuple, Sequence
+
+from features.tags import to_sejong
+
+
+class Morpheme(NamedTuple):
+    form: str  # Kiwi's form: may be a restored form that differs from text[start:end] ('었' in '됐')
+    tag: str  # Kiwi's tag; see features.tags.to_sejong for KLUE's
+    start: int  # character offsets into the analysed text, end exclusive; morphemes may share them
+    end: int
+    eojeol: int  # index of the whitespace-separated word the morpheme belongs to
+
+
+class Analysis:
+    """The morphemes of one text, stored column-wise (cheap to cache and to rebuild)."""
+
+    __slots__ = ("text", "forms", "tags", "starts", "ends", "eojeols")
+
+    def __init__(self, text: str, forms: Sequence[str], tags: Sequence[str],
+                 starts: array, ends: array, eojeols: array):
+        self.text, self.forms, self.tags = text, tuple(forms), tuple(tags)
+        self.starts, self.ends, self.eojeols = starts, ends, eojeols
+
+    def __len__(self) -> int:
+        return len(self.forms)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Analysis) and self._state() == other._state()
+
+    def __repr__(self) -> str:
+        return f"Analysis({self.text!r}, {' '.join(f'{f}/{t}' for f, t in zip(self.forms, self.tags))})"
+
+    def _state(self) -> tuple:
+        return (self.text, self.forms, self.tags, list(self.starts), list(self.ends), list(self.eojeols))
+
+    def __getstate__(self) -> tuple:
+        return self._state()
+
+    def __setstate__(self, state: tuple) -> None:
+        text, forms, tags, starts, ends, eojeols = state
+        self.__init__(text, forms, tags, array("i", starts), array("i", ends), array("i", eojeols))
+
+    @property
+    def morphemes(self) -> list[Morpheme]:
+        return [Morpheme(*fields) for fields in zip(self.forms, self.tags, self.starts, self.ends, self.eojeols)]
+
+    @property
+    def sejong_tags(self) -> list[str]:
+        return [to_sejong(tag) for tag in self.tags]
+
+    @property
+    def surfaces(self) -> list[str]:
+        """The text each morpheme covers (may differ from its form, or be shared by two morphemes)."""
+        return [self.text[start:end] for start, end in zip(self.starts, self.ends)]
+
+
+def eojeol_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each whitespace-separated word."""
+    spans, start = [], None
+    for position, char in enumerate(text):
+        if char.isspace():
+            if start is not None:
+                spans.append((start, position))
+                start = None
+        elif start is None:
+            start = position
+    if start is not None:
+        spans.append((start, len(text)))
+    return spans

@@ -1,0 +1,174 @@
+"""The command line end to end on the shipped sample: run, train/evaluate/predict, score and its errors."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from baselines.cli import main
+from baselines.datafiles import sample_dir
+from baselines.registry import TASK_CODES, get_task
+
+
+def invoke(*args: str, expect: int = 0):
+    result = CliRunner().invoke(main, ["--quiet", *args], catch_exceptions=False)
+    assert result.exit_code == expect, result.output
+    return result
+
+
+def sample_file(task: str, split: str = "dev") -> Path:
+    spec = get_task(task)
+    return sample_dir() / spec.folder / (spec.dev_file if split == "dev" else spec.train_file)
+
+
+def test_run_on_the_sample_prints_all_tasks_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", "--model", "trivial")
+    for code in TASK_CODES:
+        assert f"\n{code} " in result.output
+    assert "sample" in result.output
+    assert not (tmp_path / "results").exists()
+
+
+def test_run_writes_results_and_table(tmp_path):
+    invoke("run", "dp", "nli", "--model", "trivial", "--results-dir", str(tmp_path))
+    record = json.loads((tmp_path / "dp.json").read_text(encoding="utf-8"))["runs"]["trivial"]
+    assert record["protocol"] == "sample"
+    assert record["command"].startswith("klue-baselines ")
+    assert {"fit", "predict", "analysis"} <= set(record["seconds"])
+    assert record["files"][0]["sha256"] and record["versions"]["kiwipiepy"]
+    # Attach-to-next on any Korean treebank gets most heads right: far above chance, below perfect.
+    assert 40 < record["metrics"]["uas_micro_f1"] < 90
+    table = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert "| dp | uas_micro_f1 |" in table and "90.30" in table
+
+
+def test_cross_fitting_groups_mrc_by_passage(tmp_path):
+    from baselines.driver import cross_fit_folds
+
+    spec = get_task("mrc")
+    records = spec.load(sample_file("mrc", "train"))
+    folds = cross_fit_folds(spec, records, 5, seed=0)
+    assert sorted(i for fold in folds for i in fold) == list(range(len(records)))
+    passages = [{records[i].context for i in fold} for fold in folds]
+    for a in range(5):
+        for b in range(a + 1, 5):
+            assert not passages[a] & passages[b]
+
+
+def test_missing_training_file_without_cv_is_a_clear_error(tmp_path):
+    result = invoke("run", "wos", "--dev", str(sample_file("wos")), expect=1)
+    assert "no training file" in result.output and "--cv" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_train_evaluate_predict_round_trip(tmp_path):
+    model = tmp_path / "ynat.joblib"
+    invoke("train", "ynat", "--model", "trivial", "--out", str(model))
+    direct = json.loads(invoke("evaluate", "ynat", "--model", str(model), "--json").output)
+    titles = tmp_path / "titles.jsonl"
+    titles.write_text('{"title": "삼성전자 새 스마트폰 공개"}\n{"guid": "t2", "title": "류현진 7이닝 무실점"}\n',
+                      encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    invoke("predict", "ynat", "--model", str(model), "--input", str(titles), "--output", str(output))
+    rows = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [r["guid"] for r in rows] == ["line-1", "t2"]
+    assert abs(sum(rows[0]["probs"].values()) - 1) < 1e-4
+    assert direct["metrics"]["macro_f1"] > 0
+
+
+def test_model_for_another_task_is_refused(tmp_path):
+    model = tmp_path / "ynat.joblib"
+    invoke("train", "ynat", "--model", "trivial", "--out", str(model))
+    result = invoke("evaluate", "nli", "--model", str(model), expect=1)
+    assert "trained for ynat, not nli" in result.output
+
+
+def test_damaged_model_file_is_refused(tmp_path):
+    model = tmp_path / "broken.joblib"
+    model.write_bytes(b"not a model")
+    result = invoke("evaluate", "nli", "--model", str(model), expect=1)
+    assert "not a readable model file" in result.output
+
+
+def test_bad_data_file_gives_one_line_error(tmp_path):
+    bad = tmp_path / "ynat-v1.1_dev.json"
+    bad.write_text('[{"guid": "x1", "title": "제목"}, {"guid": "x2"}]', encoding="utf-8")
+    result = invoke("run", "ynat", "--dev", str(bad), "--train", str(sample_file("ynat", "train")), expect=1)
+    assert str(bad) in result.output and "guid x2" in result.output and "'title'" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("task", TASK_CODES)
+def test_score_accepts_its_own_predictions(task, tmp_path):
+    gold = sample_file(task)
+    predictions = tmp_path / "pred.jsonl"
+    invoke("predict", task, "--input", str(gold), "--output", str(predictions))
+    scored = json.loads(invoke("score", task, "--gold", str(gold), "--predictions", str(predictions),
+                               "--json").output)
+    for metric in get_task(task).headline:
+        assert metric in scored["metrics"] or (task == "re" and metric == "auprc")
+
+
+def _score(task: str, rows: list[dict], tmp_path: Path, expect: int = 0):
+    predictions = tmp_path / "pred.jsonl"
+    predictions.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return invoke("score", task, "--gold", str(sample_file(task)), "--predictions", str(predictions), expect=expect)
+
+
+def test_score_perfect_nli_predictions(tmp_path):
+    records = get_task("nli").load(sample_file("nli"))
+    result = _score("nli", [{"guid": r.guid, "label": r.label} for r in records], tmp_path)
+    assert "accuracy" in result.output and "100.00" in result.output
+
+
+def test_score_reports_missing_and_unknown_ids(tmp_path):
+    records = get_task("nli").load(sample_file("nli"))
+    rows = [{"guid": r.guid, "label": "neutral"} for r in records[2:]] + [{"guid": "nope", "label": "neutral"}]
+    result = _score("nli", rows, tmp_path, expect=1)
+    assert "2 gold items have no prediction" in result.output and records[0].guid in result.output
+    assert "1 predictions have unknown ids (first: nope)" in result.output
+
+
+def test_score_reports_labels_outside_the_label_set(tmp_path):
+    records = get_task("ynat").load(sample_file("ynat"))
+    rows = [{"guid": r.guid, "label": "날씨" if i < 3 else r.label} for i, r in enumerate(records)]
+    result = _score("ynat", rows, tmp_path, expect=1)
+    assert "3 predictions have a 'label' outside the label set" in result.output
+
+
+def test_score_re_without_probabilities_gives_micro_f1(tmp_path):
+    records = get_task("re").load(sample_file("re"))
+    result = _score("re", [{"guid": r.guid, "label": r.label} for r in records], tmp_path)
+    assert "micro_f1" in result.output and "auprc" not in result.output
+
+
+def test_score_mrc_accepts_a_plain_answer_object(tmp_path):
+    records = get_task("mrc").load(sample_file("mrc"))
+    answers = {r.guid: (r.answers[0].text if r.answers and not r.is_impossible else "") for r in records}
+    predictions = tmp_path / "pred.json"
+    predictions.write_text(json.dumps(answers, ensure_ascii=False), encoding="utf-8")
+    result = invoke("score", "mrc", "--gold", str(sample_file("mrc")), "--predictions", str(predictions), "--json")
+    assert json.loads(result.output)["metrics"]["exact_match"] == 100.0
+
+
+def test_score_wos_rejects_slots_outside_the_ontology(tmp_path):
+    records = get_task("wos").load(sample_file("wos"))
+    rows = [{"guid": r.guid, "states": [["우주-행성-화성"] for _ in r.user_turns]} for r in records]
+    result = _score("wos", rows, tmp_path, expect=1)
+    assert "outside the ontology" in result.output
+
+
+def test_score_dp_needs_one_head_per_eojeol(tmp_path):
+    records = get_task("dp").load(sample_file("dp"))
+    rows = [{"guid": r.guid, "heads": [0], "deprels": ["VP"]} for r in records]
+    result = _score("dp", rows, tmp_path, expect=1)
+    assert "needs 'heads' and 'deprels'" in result.output
+
+
+def test_tasks_lists_every_task():
+    result = invoke("tasks")
+    for code in TASK_CODES:
+        assert result.output.count(f"{code} ") >= 1

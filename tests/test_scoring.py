@@ -1,0 +1,100 @@
+"""The official metrics: reference vectors from the KLUE implementation, and hand-checked small cases."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from baselines import scoring
+
+
+def _call(task: str, case: dict) -> dict:
+    if task == "ynat":
+        return scoring.score_ynat(case["gold"], case["pred"])
+    if task == "nli":
+        return scoring.score_nli(case["gold"], case["pred"])
+    if task == "sts":
+        return scoring.score_sts(case["gold"], case["pred"])
+    if task == "ner":
+        return scoring.score_ner(case["gold"], case["pred"])
+    if task == "re":
+        return scoring.score_re(case["gold"], case["pred"], case["probs"], case["labels"])
+    if task == "dp":
+        return scoring.score_dp(case["gold_heads"], case["gold_deprels"], case["pred_heads"],
+                                case["pred_deprels"], case["dep_labels"])
+    if task == "mrc":
+        return scoring.score_mrc({e["guid"]: e["answers"] for e in case["examples"]}, case["pred"])
+    if task == "wos":
+        return scoring.score_wos(case["gold"], case["pred"])
+    raise AssertionError(task)
+
+
+TASKS = ("ynat", "nli", "sts", "ner", "re", "dp", "mrc", "wos")
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_reference_vectors(task, metric_vectors):
+    cases = json.loads((metric_vectors / f"{task}.json").read_text(encoding="utf-8"))["cases"]
+    assert cases
+    for case in cases:
+        got = _call(task, case)
+        for metric, expected in case["expected"].items():
+            assert got[metric] == pytest.approx(expected, abs=1e-6), (task, case["name"], metric)
+
+
+def test_dp_label_order_is_the_reference_one(metric_vectors):
+    case = json.loads((metric_vectors / "dp.json").read_text(encoding="utf-8"))["cases"][0]
+    assert list(scoring.DP_LABELS) == case["dep_labels"]
+
+
+def test_strict_iob2_ignores_an_entity_that_starts_with_i():
+    tags = ["I-PS", "I-PS", "O", "B-LC", "I-LC", "B-LC", "I-OG", "B-DT"]
+    assert scoring.iob2_entities(tags) == [("LC", 3, 5), ("LC", 5, 6), ("DT", 7, 8)]
+
+
+def test_ner_entity_f1_counts_type_and_span():
+    gold = [["B-PS", "I-PS", "O", "B-LC"]]
+    pred = [["B-PS", "I-PS", "O", "B-OG"]]
+    result = scoring.score_ner(gold, pred)
+    assert result["entity_f1/PS"] == 100.0
+    assert result["entity_f1/LC"] == 0.0 and result["entity_f1/OG"] == 0.0
+    assert result["entity_macro_f1"] == pytest.approx(100 / 6)
+
+
+def test_mrc_normalisation_keeps_cjk_brackets_and_drops_ascii_punctuation():
+    assert scoring.normalize_mrc_answer("  ABC,  Corp. ") == "abc corp"
+    assert scoring.normalize_mrc_answer("《이순신》") == "《이순신》"
+
+
+def test_mrc_rouge_is_longest_common_substring_f1():
+    # '서울시' vs gold '서울특별시': longest common consecutive run '서울' (2): P 2/3, R 2/5.
+    assert scoring.mrc_rouge_w("서울시", "서울특별시") == pytest.approx(2 * (2 / 3) * (2 / 5) / (2 / 3 + 2 / 5))
+    assert scoring.mrc_rouge_w("", "") == 1.0 and scoring.mrc_rouge_w("무언가", "") == 0.0
+
+
+def test_mrc_breakdown_by_answerability():
+    result = scoring.score_mrc({"a": ["서울"], "b": []}, {"a": "서울", "b": "부산"})
+    assert result["exact_match"] == 50.0
+    assert result["exact_match/answerable"] == 100.0 and result["exact_match/unanswerable"] == 0.0
+
+
+def test_wos_per_slot_accuracy_and_repeated_predictions():
+    gold = [["관광-이름-남산"], ["관광-이름-남산", "식당-지역-서울 동쪽"]]
+    pred = [["관광-이름-남산"], ["관광-이름-남산", "관광-이름-남산"]]
+    result = scoring.score_wos(gold, pred)
+    assert result["joint_goal_accuracy"] == 50.0
+    assert result["slot_accuracy/관광-이름"] == 100.0 and result["slot_accuracy/식당-지역"] == 50.0
+    # Second turn: TP 1, FN 1, and both predicted copies count (FP 0, as each is in gold): P 1, R 0.5.
+    assert result["slot_f1"] == pytest.approx((1 + 2 / 3) / 2 * 100)
+
+
+def test_re_without_probabilities_gives_micro_f1_only():
+    labels = ["no_relation", "per:title", "org:members"]
+    result = scoring.score_re(["per:title", "no_relation"], ["per:title", "per:title"], None, labels)
+    assert "auprc" not in result
+    assert result["micro_f1"] == pytest.approx(2 * 0.5 * 1 / 1.5 * 100)
+
+
+def test_length_mismatch_is_an_error():
+    with pytest.raises(ValueError, match="2 gold items but 1 predictions"):
+        scoring.score_nli(["neutral", "neutral"], ["neutral"])
