@@ -10,8 +10,9 @@ from typing import Callable
 
 import click
 
-from baselines import datafiles, driver, results
-from baselines.dataio import DataError, looks_like_jsonl, read_jsonl, write_jsonl_atomic
+from baselines import bench as bench_module
+from baselines import datafiles, driver, results, tuning
+from baselines.dataio import DataError, looks_like_jsonl, read_jsonl, write_json_atomic, write_jsonl_atomic
 from baselines.persistence import ModelFileError, load_model, save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task
 from baselines.taskspec import PredictionError, TaskSpec
@@ -78,7 +79,8 @@ def command_line() -> str:
 def main(ctx: click.Context, quiet: bool, no_cache: bool, cache_dir: Path | None, workers: int | None) -> None:
     """Classical, CPU-only baselines for the eight KLUE tasks, scored with the official metrics."""
     ctx.obj = Console(quiet)
-    analysis.configure(num_workers=workers, cache_dir=cache_dir, use_cache=False if no_cache else None)
+    analysis.configure(num_workers=workers, cache_dir=cache_dir, use_cache=False if no_cache else None,
+                       progress=None if quiet else ctx.obj.progress)
 
 
 @main.command()
@@ -271,6 +273,82 @@ def run(ctx, task_codes, model_name, data_dir, train_file, dev_file, cv: int, se
         click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
     if sample_used:
         click.echo("(scores on the shipped sample, not KLUE results: use --data-dir for the real data)")
+
+
+@main.command()
+@task_argument
+@click.option("--param", "params", multiple=True, required=True,
+              help="NAME=V1,V2,... (values as JSON; lists become tuples). Repeat for a grid.")
+@click.option("--folds", default=3, show_default=True, type=click.IntRange(min=2))
+@model_name_option
+@data_dir_option
+@train_option
+@seed_option
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+              show_default=True)
+@click.pass_context
+@friendly_errors
+def tune(ctx, task: str, params, folds: int, model_name, data_dir, train_file, seed: int, results_dir: Path) -> None:
+    """Choose hyper-parameters by cross-validation on the training file (the dev file is never read)."""
+    spec, out = get_task(task), console(ctx)
+    try:
+        grid = tuning.parse_grid(params)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--param") from None
+    data = _data(spec, out, data_dir, train_file, None)
+    if data.train is None:
+        raise driver.UsageError(f"no training file for {task}: give --train FILE or --data-dir")
+    records = spec.load(data.train)
+    driver.check_labelled(spec, records, data.train)
+    resources = spec.load_resources(data.extras)
+    name, model = driver.build_model(spec, model_name, seed, resources)
+    unknown = set(grid) - set(model.get_params())
+    if unknown:
+        raise driver.UsageError(f"{name} has no hyper-parameters {sorted(unknown)}; it has "
+                                f"{sorted(model.get_params())}")
+    report = tuning.grid_search(spec, model, records, resources, grid, spec.headline[0], folds, seed, out.log)
+    report.update({"task": task, "model": name, "train": driver.describe_file(data.train, len(records)),
+                   "command": command_line(), "versions": driver.versions()})
+    path = results_dir / "tuning" / f"{task}-{name}.json"
+    write_json_atomic(path, report)
+    for trial in report["trials"]:
+        click.echo(f"{trial['mean']:8.2f} ± {trial['std']:.2f}  {trial['params']}")
+    click.echo(f"best by {report['metric']}: {report['best']} (written to {path})")
+
+
+@main.group()
+def bench() -> None:
+    """Benchmarks whose figures go to results/ (not timed tests)."""
+
+
+@bench.command("analysis")
+@click.argument("task_codes", nargs=-1, type=click.Choice(TASK_CODES))
+@click.option("--data-dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="Folder of KLUE files: every file of the tasks' folders is read, partial copies included.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N distinct texts.")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+              show_default=True)
+@click.pass_context
+@friendly_errors
+def bench_analysis_command(ctx, task_codes, data_dir, limit, results_dir: Path) -> None:
+    """Characters per second: raw Kiwi, this layer with a cold cache, with a warm cache."""
+    out = console(ctx)
+    folder = bench_module.default_bench_dir(data_dir)
+    texts, files = bench_module.collect_texts([get_task(c) for c in (task_codes or TASK_CODES)], folder, out.log)
+    if not texts:
+        raise driver.UsageError(f"no KLUE text found under {folder}")
+    texts = texts[:limit] if limit else texts
+    workers = analysis.analyzer().num_workers
+    report = bench_module.bench_analysis(texts, num_workers=workers, log=out.log)
+    report.update({"command": command_line(), "files": files})
+    path = results_dir / "analysis.json"
+    write_json_atomic(path, report)
+    cps = report["characters_per_second"]
+    click.echo(f"{report['texts']} texts, {report['characters']} characters, {report['num_workers']} Kiwi threads")
+    click.echo(f"raw Kiwi  {cps['raw_kiwi']:>10} chars/s")
+    click.echo(f"cold      {cps['cold']:>10} chars/s  ({report['cold_vs_raw']:.1%} of raw; target >= 90%)")
+    click.echo(f"warm      {cps['warm']:>10} chars/s  ({report['warm_speedup_over_cold']:.1f}x cold; target >= 20x)")
+    click.echo(f"peak RSS  {report['peak_rss_mb']:.0f} MiB; written to {path}")
 
 
 def _read_predictions(spec: TaskSpec, path: Path) -> list[dict]:

@@ -21,6 +21,7 @@ class TaskSpec:
     - ``predict(model, records)`` returns one JSON-able dict per record, keyed by ``guid``: the format of
       ``predict`` output and of ``score --predictions``.
     - ``score(records, predictions, resources)`` returns the official metrics (x100) and breakdowns.
+    - ``texts(records)`` lists every Korean text of the records (what morpheme analysis will see).
     """
 
     code: str
@@ -36,6 +37,7 @@ class TaskSpec:
     score: Callable[[Sequence, Sequence[dict], dict], dict[str, float]]
     headline: tuple[str, ...]
     prediction_example: str
+    texts: Callable[[Sequence], list[str]]
     load_input: Callable[[Path], list] | None = None
     extra_files: tuple[str, ...] = ()
     load_resources: Callable[[dict[str, Path]], dict] = field(default=lambda files: {})

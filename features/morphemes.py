@@ -1,10 +1,14 @@
 """The analysis of one text: its morphemes with forms, tags, character offsets and eojeol indices."""
 from __future__ import annotations
 
+import bisect
+import re
 from array import array
 from typing import NamedTuple, Sequence
 
 from features.tags import to_sejong
+
+_EOJEOL = re.compile(r"\S+")
 
 
 class Morpheme(NamedTuple):
@@ -16,14 +20,25 @@ class Morpheme(NamedTuple):
 
 
 class Analysis:
-    """The morphemes of one text, stored column-wise (cheap to cache and to rebuild)."""
+    """The morphemes of one text, stored column-wise (cheap to cache and to rebuild). The eojeol of each
+    morpheme is derived from the offsets on first use, so that neither analysis nor the cache pays for it
+    when a model does not need it."""
 
-    __slots__ = ("text", "forms", "tags", "starts", "ends", "eojeols")
+    __slots__ = ("text", "forms", "tags", "starts", "ends", "_eojeols")
 
-    def __init__(self, text: str, forms: Sequence[str], tags: Sequence[str],
-                 starts: array, ends: array, eojeols: array):
+    def __init__(self, text: str, forms: Sequence[str], tags: Sequence[str], starts: array, ends: array):
         self.text, self.forms, self.tags = text, tuple(forms), tuple(tags)
-        self.starts, self.ends, self.eojeols = starts, ends, eojeols
+        self.starts, self.ends = starts, ends
+        self._eojeols: array | None = None
+
+    @property
+    def eojeols(self) -> array:
+        """For each morpheme, the index of the eojeol holding its first character (or, when that is a
+        space, the eojeol before it)."""
+        if self._eojeols is None:
+            word_starts = [start for start, _end in eojeol_spans(self.text)]
+            self._eojeols = array("i", [max(bisect.bisect_right(word_starts, s) - 1, 0) for s in self.starts])
+        return self._eojeols
 
     def __len__(self) -> int:
         return len(self.forms)
@@ -35,14 +50,14 @@ class Analysis:
         return f"Analysis({self.text!r}, {' '.join(f'{f}/{t}' for f, t in zip(self.forms, self.tags))})"
 
     def _state(self) -> tuple:
-        return (self.text, self.forms, self.tags, list(self.starts), list(self.ends), list(self.eojeols))
+        return (self.text, self.forms, self.tags, list(self.starts), list(self.ends))
 
     def __getstate__(self) -> tuple:
         return self._state()
 
     def __setstate__(self, state: tuple) -> None:
-        text, forms, tags, starts, ends, eojeols = state
-        self.__init__(text, forms, tags, array("i", starts), array("i", ends), array("i", eojeols))
+        text, forms, tags, starts, ends = state
+        self.__init__(text, forms, tags, array("i", starts), array("i", ends))
 
     @property
     def morphemes(self) -> list[Morpheme]:
@@ -60,14 +75,4 @@ class Analysis:
 
 def eojeol_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each whitespace-separated word."""
-    spans, start = [], None
-    for position, char in enumerate(text):
-        if char.isspace():
-            if start is not None:
-                spans.append((start, position))
-                start = None
-        elif start is None:
-            start = position
-    if start is not None:
-        spans.append((start, len(text)))
-    return spans
+    return [match.span() for match in _EOJEOL.finditer(text)]

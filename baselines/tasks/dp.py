@@ -120,6 +120,7 @@ def attach_to_next(random_state: int = 0, resources: dict | None = None) -> Atta
 TASK = TaskSpec(
     code="dp", title="DP dependency parsing", folder="klue-dp-v1.1",
     train_file="klue-dp-v1.1_train.tsv", dev_file="klue-dp-v1.1_dev.tsv",
+    texts=lambda records: [r.text for r in records],
     load=load, load_input=load_input, targets=targets,
     models={"trivial": attach_to_next}, default_model="trivial",
     predict=predict, score=score, headline=("uas_micro_f1", "las_micro_f1", "uas_macro_f1", "las_macro_f1"),

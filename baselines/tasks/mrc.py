@@ -135,6 +135,7 @@ def empty_answer(random_state: int = 0, resources: dict | None = None) -> EmptyA
 TASK = TaskSpec(
     code="mrc", title="MRC machine reading comprehension", folder="klue-mrc-v1.1",
     train_file="klue-mrc-v1.1_train.json", dev_file="klue-mrc-v1.1_dev.json",
+    texts=lambda records: [t for r in records for t in (r.context, r.question)],
     load=load, load_input=load_input, targets=targets,
     models={"trivial": empty_answer}, default_model="trivial",
     predict=predict, score=score, headline=("exact_match", "rouge_w"),

@@ -5,11 +5,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+import sklearn_crfsuite
 from sklearn.base import BaseEstimator
 
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, require
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
+from features.align import char_to_eojeol, char_to_morpheme
+from features.analysis import analyze
+from features.characters import char_class, shape
+from features.morphemes import Analysis, eojeol_spans
+from features.tags import to_sejong
 
 TAGS = scoring.NER_TAGS
 
@@ -101,11 +107,101 @@ def all_outside(random_state: int = 0, resources: dict | None = None) -> AllOuts
     return AllOutsideTagger()
 
 
+def repair_iob2(tags: Sequence[str]) -> list[str]:
+    """Valid IOB2: an I-X that does not continue a B-X/I-X starts the entity, so it becomes B-X."""
+    repaired = []
+    for tag in tags:
+        if tag.startswith("I-") and (not repaired or repaired[-1][2:] != tag[2:] or repaired[-1] == "O"):
+            tag = "B-" + tag[2:]
+        repaired.append(tag)
+    return repaired
+
+
+def _position(index: int, start: int, end: int) -> str:
+    """Where a character sits in a unit: S single, B begin, E end, I inside."""
+    if end - start <= 1:
+        return "S"
+    return "B" if index == start else "E" if index == end - 1 else "I"
+
+
+def character_features(text: str, analysis: Analysis) -> list[dict[str, str]]:
+    """crfsuite features for every character of the sentence (spaces included, as in the data)."""
+    size = len(text)
+    classes = [char_class(c) for c in text]
+    morpheme_of = char_to_morpheme(analysis)
+    eojeol_of = char_to_eojeol(text)
+    words = eojeol_spans(text)
+    word_shapes = [shape(text[s:e]) for s, e in words]
+    tags = [to_sejong(tag) for tag in analysis.tags]
+
+    def char(i: int) -> str:
+        return text[i] if 0 <= i < size else ("<s>" if i < 0 else "</s>")
+
+    def kind(i: int) -> str:
+        return classes[i] if 0 <= i < size else "BD"
+
+    rows = []
+    for i, c in enumerate(text):
+        features = {
+            "c": c, "k": kind(i), "c-1": char(i - 1), "c+1": char(i + 1), "c-2": char(i - 2), "c+2": char(i + 2),
+            "k-1": kind(i - 1), "k+1": kind(i + 1), "k-1k": kind(i - 1) + kind(i), "kk+1": kind(i) + kind(i + 1),
+            "c-1c": char(i - 1) + c, "cc+1": c + char(i + 1), "c-1cc+1": char(i - 1) + c + char(i + 1),
+            "c-2c-1c": char(i - 2) + char(i - 1) + c, "cc+1c+2": c + char(i + 1) + char(i + 2),
+        }
+        m = morpheme_of[i]
+        if m >= 0:
+            start, end = analysis.starts[m], analysis.ends[m]
+            features.update({
+                "mt": tags[m], "mp": _position(i, start, end) + tags[m],
+                "mf": analysis.forms[m] if end - start <= 6 else "<long>",
+                "mt-1": tags[m - 1] if m > 0 else "<s>", "mt+1": tags[m + 1] if m + 1 < len(tags) else "</s>",
+                "mf+1": analysis.forms[m + 1] if m + 1 < len(tags) and tags[m + 1][0] in "JEX" else "-",
+            })
+        w = eojeol_of[i]
+        if w >= 0:
+            start, end = words[w]
+            features["ep"] = _position(i, start, end)
+            features["ws"] = word_shapes[w] if len(word_shapes[w]) <= 8 else "<long>"
+            features["wl"] = str(min(end - start, 8))
+        rows.append(features)
+    return rows
+
+
+class CharacterCRF(BaseEstimator):
+    """Linear-chain CRF (sklearn-crfsuite, L-BFGS with elastic net) over characters, with character,
+    class, window and n-gram features and the Kiwi morpheme covering each character."""
+
+    def __init__(self, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 150, random_state: int = 0):
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.random_state = random_state  # L-BFGS is deterministic; kept for the common model interface
+
+    @staticmethod
+    def _features(records: Sequence[NerSentence]) -> list[list[dict[str, str]]]:
+        analyses = analyze(r.text for r in records)
+        return [character_features(r.text, a) for r, a in zip(records, analyses)]
+
+    def fit(self, records: Sequence[NerSentence], y: Sequence[Sequence[str]]) -> "CharacterCRF":
+        self.crf_ = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=self.c1, c2=self.c2,
+                                         max_iterations=self.max_iterations, all_possible_transitions=True)
+        self.crf_.fit(self._features(records), [list(tags) for tags in y])
+        return self
+
+    def predict(self, records: Sequence[NerSentence]) -> list[list[str]]:
+        return [repair_iob2(tags) for tags in self.crf_.predict(self._features(records))]
+
+
+def character_crf(random_state: int = 0, resources: dict | None = None) -> CharacterCRF:
+    return CharacterCRF(random_state=random_state)
+
+
 TASK = TaskSpec(
     code="ner", title="NER named entity recognition", folder="klue-ner-v1.1",
     train_file="klue-ner-v1.1_train.tsv", dev_file="klue-ner-v1.1_dev.tsv",
+    texts=lambda records: [r.text for r in records],
     load=load, load_input=load_input, targets=targets,
-    models={"trivial": all_outside}, default_model="trivial",
+    models={"crf": character_crf, "trivial": all_outside}, default_model="crf",
     predict=predict, score=score, headline=("entity_macro_f1", "char_macro_f1"),
     prediction_example='{"guid": "klue-ner-v1_dev_00001-wikitree", "tags": ["B-PS", "O", "O", ...]}',
 )

@@ -5,12 +5,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+from scipy import sparse
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.dummy import DummyClassifier
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
 
 from baselines import scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.taskspec import (TaskSpec, align_predictions, check_labels, jsonl_records,
                                 label_predictions, labels_from)
+from features.analysis import analyze
+from features.pairs import cross_tokens, overlap_features
+from features.vectorize import MorphemeNgrams
 
 LABELS = ("entailment", "neutral", "contradiction")
 
@@ -60,11 +69,66 @@ def most_frequent_label(random_state: int = 0, resources: dict | None = None) ->
     return DummyClassifier(strategy="prior", random_state=random_state)
 
 
+class InferenceClassifier(BaseEstimator, ClassifierMixin):
+    """TF-IDF of premise and of hypothesis (morpheme n-grams) plus cross-sentence features (what the
+    hypothesis adds or drops, substitution pairs, overlap ratios, negation/quantity/time/number cues)
+    -> multinomial logistic regression."""
+
+    def __init__(self, C: float = 1.0, ngram_range: tuple[int, int] = (1, 2), min_df: int = 2,
+                 cross_weight: float = 1.0, max_iter: int = 500, random_state: int = 0):
+        self.C = C
+        self.ngram_range = ngram_range
+        self.min_df = min_df
+        self.cross_weight = cross_weight
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def _analyses(self, records: Sequence[NliExample]):
+        analyses = analyze([t for r in records for t in (r.premise, r.hypothesis)])
+        return analyses[0::2], analyses[1::2]
+
+    def _matrix(self, records: Sequence[NliExample], fit: bool) -> sparse.csr_matrix:
+        premises, hypotheses = self._analyses(records)
+        cross = [{**cross_tokens(p, h), **overlap_features(p, h)} for p, h in zip(premises, hypotheses)]
+        if fit:
+            self.premise_vectorizer_ = TfidfVectorizer(analyzer=MorphemeNgrams(self.ngram_range), min_df=self.min_df,
+                                                       sublinear_tf=True)
+            self.hypothesis_vectorizer_ = TfidfVectorizer(analyzer=MorphemeNgrams(self.ngram_range),
+                                                          min_df=self.min_df, sublinear_tf=True)
+            self.cross_vectorizer_ = DictVectorizer()
+            parts = [self.premise_vectorizer_.fit_transform(premises),
+                     self.hypothesis_vectorizer_.fit_transform(hypotheses),
+                     self.cross_vectorizer_.fit_transform(cross)]
+        else:
+            parts = [self.premise_vectorizer_.transform(premises), self.hypothesis_vectorizer_.transform(hypotheses),
+                     self.cross_vectorizer_.transform(cross)]
+        parts[2] = parts[2] * self.cross_weight
+        return sparse.hstack(parts, format="csr")
+
+    def fit(self, records: Sequence[NliExample], y: Sequence[str]) -> "InferenceClassifier":
+        features = self._matrix(records, fit=True)
+        self.classifier_ = LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.random_state)
+        self.classifier_.fit(features, np.asarray(y))
+        self.classes_ = self.classifier_.classes_
+        return self
+
+    def predict_proba(self, records: Sequence[NliExample]) -> np.ndarray:
+        return self.classifier_.predict_proba(self._matrix(records, fit=False))
+
+    def predict(self, records: Sequence[NliExample]) -> np.ndarray:
+        return self.classes_[self.predict_proba(records).argmax(axis=1)]
+
+
+def inference_classifier(random_state: int = 0, resources: dict | None = None) -> InferenceClassifier:
+    return InferenceClassifier(random_state=random_state)
+
+
 TASK = TaskSpec(
     code="nli", title="NLI natural language inference", folder="klue-nli-v1.1",
     train_file="klue-nli-v1.1_train.json", dev_file="klue-nli-v1.1_dev.json",
+    texts=lambda records: [t for r in records for t in (r.premise, r.hypothesis)],
     load=load, load_input=load_input, targets=targets,
-    models={"trivial": most_frequent_label}, default_model="trivial",
+    models={"tfidf-lr": inference_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
     predict=label_predictions, score=score, headline=("accuracy",),
     prediction_example='{"guid": "klue-nli-v1_dev_00000", "label": "contradiction"}',
 )

@@ -105,6 +105,7 @@ def prior_distribution(random_state: int = 0, resources: dict | None = None) -> 
 TASK = TaskSpec(
     code="re", title="RE relation extraction", folder="klue-re-v1.1",
     train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,),
+    texts=lambda records: [r.sentence for r in records],
     load=load, load_input=load_input, load_resources=load_resources, targets=targets,
     models={"trivial": prior_distribution}, default_model="trivial",
     predict=label_predictions, score=score, headline=("micro_f1", "auprc"),

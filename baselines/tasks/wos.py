@@ -116,6 +116,7 @@ def empty_state(random_state: int = 0, resources: dict | None = None) -> EmptySt
 TASK = TaskSpec(
     code="wos", title="WoS dialogue state tracking", folder="wos-v1.1",
     train_file="wos-v1.1_train.json", dev_file="wos-v1.1_dev.json", extra_files=(ONTOLOGY,),
+    texts=lambda records: [turn.text for r in records for turn in r.turns],
     load=load, load_resources=load_resources, targets=targets,
     models={"trivial": empty_state}, default_model="trivial",
     predict=predict, score=score, headline=("joint_goal_accuracy", "slot_f1"),

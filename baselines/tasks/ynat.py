@@ -5,10 +5,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.dummy import DummyClassifier
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import FeatureUnion
 
 from baselines import scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
+from features.analysis import analyze
+from features.vectorize import CharacterNgrams, MorphemeNgrams
 from baselines.taskspec import (TaskSpec, align_predictions, check_labels, jsonl_records,
                                 label_predictions, labels_from)
 
@@ -58,11 +65,54 @@ def most_frequent_label(random_state: int = 0, resources: dict | None = None) ->
     return DummyClassifier(strategy="prior", random_state=random_state)
 
 
+class TopicClassifier(BaseEstimator, ClassifierMixin):
+    """TF-IDF over Kiwi morpheme n-grams and character n-grams of the title -> logistic regression."""
+
+    def __init__(self, C: float = 4.0, morpheme_ngrams: tuple[int, int] = (1, 2),
+                 char_ngrams: tuple[int, int] = (1, 3), min_df: int = 2, class_weight: str | None = None,
+                 max_iter: int = 300, random_state: int = 0):
+        self.C = C
+        self.morpheme_ngrams = morpheme_ngrams
+        self.char_ngrams = char_ngrams
+        self.min_df = min_df
+        self.class_weight = class_weight
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def _features(self) -> FeatureUnion:
+        parts = [("morphemes", TfidfVectorizer(analyzer=MorphemeNgrams(self.morpheme_ngrams),
+                                               min_df=self.min_df, sublinear_tf=True))]
+        if self.char_ngrams:
+            parts.append(("characters", TfidfVectorizer(analyzer=CharacterNgrams(self.char_ngrams),
+                                                        min_df=self.min_df, sublinear_tf=True)))
+        return FeatureUnion(parts)
+
+    def fit(self, records: Sequence[YnatExample], y: Sequence[str]) -> "TopicClassifier":
+        self.vectorizer_ = self._features()
+        features = self.vectorizer_.fit_transform(analyze(r.title for r in records))
+        self.classifier_ = LogisticRegression(C=self.C, max_iter=self.max_iter, class_weight=self.class_weight,
+                                              random_state=self.random_state)
+        self.classifier_.fit(features, np.asarray(y))
+        self.classes_ = self.classifier_.classes_
+        return self
+
+    def predict_proba(self, records: Sequence[YnatExample]) -> np.ndarray:
+        return self.classifier_.predict_proba(self.vectorizer_.transform(analyze(r.title for r in records)))
+
+    def predict(self, records: Sequence[YnatExample]) -> np.ndarray:
+        return self.classes_[self.predict_proba(records).argmax(axis=1)]
+
+
+def topic_classifier(random_state: int = 0, resources: dict | None = None) -> TopicClassifier:
+    return TopicClassifier(random_state=random_state)
+
+
 TASK = TaskSpec(
     code="ynat", title="YNAT topic classification", folder="ynat-v1.1",
     train_file="ynat-v1.1_train.json", dev_file="ynat-v1.1_dev.json",
+    texts=lambda records: [r.title for r in records],
     load=load, load_input=load_input, targets=targets,
-    models={"trivial": most_frequent_label}, default_model="trivial",
+    models={"tfidf-lr": topic_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
     predict=label_predictions, score=score, headline=("macro_f1",),
     prediction_example='{"guid": "ynat-v1_dev_00000", "label": "사회"}',
 )

@@ -1,0 +1,64 @@
+"""Choosing hyper-parameters by cross-validation on the training data only (never on dev)."""
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.model_selection import GroupKFold, KFold
+
+from baselines.taskspec import TaskSpec
+
+
+def parse_grid(assignments: Sequence[str]) -> dict[str, list[Any]]:
+    """['C=0.5,1,2', 'ngram_range=[1,1],[1,2]'] -> {'C': [0.5, 1, 2], 'ngram_range': [(1, 1), (1, 2)]}.
+    Values are read as JSON (lists become tuples), else kept as strings."""
+    grid = {}
+    for assignment in assignments:
+        name, equals, values = assignment.partition("=")
+        if not equals or not values:
+            raise ValueError(f"expected NAME=V1,V2,... not {assignment!r}")
+        try:
+            parsed = json.loads(f"[{values}]")
+        except json.JSONDecodeError:
+            parsed = values.split(",")
+        grid[name.strip()] = [tuple(v) if isinstance(v, list) else v for v in parsed]
+    return grid
+
+
+def cross_validate(task: TaskSpec, estimator, records: Sequence, resources: dict, metric: str, folds: int,
+                   seed: int, log: Callable[[str], None] = lambda message: None) -> list[float]:
+    """The task's official `metric` on each held-out fold of the training records."""
+    indices = np.arange(len(records))
+    if task.group is not None:
+        splitter = GroupKFold(n_splits=folds, shuffle=True, random_state=seed)
+        splits = splitter.split(indices, groups=[task.group(r) for r in records])
+    else:
+        splits = KFold(n_splits=folds, shuffle=True, random_state=seed).split(indices)
+    scores = []
+    for number, (train_index, test_index) in enumerate(splits, start=1):
+        train = [records[i] for i in train_index]
+        test = [records[i] for i in test_index]
+        model = clone(estimator).fit(train, task.targets(train))
+        scores.append(task.score(test, task.predict(model, test), resources)[metric])
+        log(f"  fold {number}/{folds}: {metric} {scores[-1]:.2f}")
+    return scores
+
+
+def grid_search(task: TaskSpec, estimator, records: Sequence, resources: dict, grid: dict[str, list[Any]],
+                metric: str, folds: int = 3, seed: int = 0,
+                log: Callable[[str], None] = lambda message: None) -> dict:
+    """Every combination of the grid, scored by cross-validation on `records`; the best first."""
+    names = sorted(grid)
+    trials = []
+    for values in itertools.product(*(grid[name] for name in names)):
+        params = dict(zip(names, values))
+        log(f"{task.code}: {params}")
+        scores = cross_validate(task, clone(estimator).set_params(**params), records, resources, metric,
+                                folds, seed, log)
+        trials.append({"params": params, "scores": [round(s, 4) for s in scores],
+                       "mean": round(float(np.mean(scores)), 4), "std": round(float(np.std(scores)), 4)})
+    trials.sort(key=lambda trial: -trial["mean"])
+    return {"metric": metric, "folds": folds, "seed": seed, "best": trials[0]["params"], "trials": trials}

@@ -1,0 +1,101 @@
+"""Features of a sentence pair: overlaps, length ratios, soft alignment, negation and number cues."""
+from __future__ import annotations
+
+from features.morphemes import Analysis
+from features.tags import to_sejong
+from features.vectorize import CONTENT_TAGS
+
+# Morphemes that negate or forbid (안/못 + predicate, -지 않다/못하다/말다, 없다, 아니다, 금지, 불가).
+NEGATION_FORMS = frozenset({"않", "안", "못", "없", "아니", "말", "금지", "불가", "불가능", "아무"})
+# Quantifiers and restrictors whose change flips entailment (all/some/only/at least/never ...).
+QUANTITY_FORMS = frozenset({"모든", "모두", "전부", "항상", "절대", "일부", "만", "뿐", "이상", "이하", "최소",
+                            "최대", "전혀", "가장", "유일", "몇", "많", "적", "여러", "다른", "또"})
+TIME_FORMS = frozenset({"어제", "오늘", "내일", "과거", "미래", "전", "후", "이전", "이후", "아직", "이미",
+                        "곧", "처음", "마지막", "년", "월", "일", "시"})
+
+
+def content_forms(analysis: Analysis) -> list[str]:
+    return [form.lower() for form, tag in zip(analysis.forms, analysis.tags) if to_sejong(tag) in CONTENT_TAGS]
+
+
+def numbers(analysis: Analysis) -> set[str]:
+    return {form for form, tag in zip(analysis.forms, analysis.tags) if tag == "SN"}
+
+
+def char_ngrams(text: str, size: int) -> set[str]:
+    squeezed = "".join(text.split())
+    return {squeezed[i:i + size] for i in range(max(len(squeezed) - size + 1, 0))}
+
+
+def _ratio(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+def _jaccard(a: set, b: set) -> float:
+    return _ratio(len(a & b), len(a | b))
+
+
+def _dice(a: set, b: set) -> float:
+    return _ratio(2 * len(a & b), len(a) + len(b))
+
+
+def soft_alignment(source: list[str], target: list[str]) -> float:
+    """Mean over source tokens of their best character-bigram Dice match in target (1 for an exact match):
+    credits '호스트분' against '호스트' where exact overlap gives nothing."""
+    if not source or not target:
+        return 0.0
+    target_grams = [(token, char_ngrams(token, 2) or {token}) for token in set(target)]
+    total = 0.0
+    for token in source:
+        grams = char_ngrams(token, 2) or {token}
+        total += max(1.0 if token == other else _dice(grams, other_grams) for other, other_grams in target_grams)
+    return total / len(source)
+
+
+def overlap_features(first: Analysis, second: Analysis) -> dict[str, float]:
+    """Symmetric and directional similarity of two analysed sentences, all in [0, 1] or small ratios."""
+    content_1, content_2 = content_forms(first), content_forms(second)
+    set_1, set_2 = set(content_1), set(content_2)
+    morph_1 = {f"{f}/{t}" for f, t in zip(first.forms, first.tags)}
+    morph_2 = {f"{f}/{t}" for f, t in zip(second.forms, second.tags)}
+    features = {
+        "content_jaccard": _jaccard(set_1, set_2),
+        "content_covered_1": _ratio(len(set_1 & set_2), len(set_1)),
+        "content_covered_2": _ratio(len(set_1 & set_2), len(set_2)),
+        "morpheme_jaccard": _jaccard(morph_1, morph_2),
+        "align_1_to_2": soft_alignment(content_1, content_2),
+        "align_2_to_1": soft_alignment(content_2, content_1),
+        "length_ratio": _ratio(min(len(first.text), len(second.text)), max(len(first.text), len(second.text))),
+        "content_length_ratio": _ratio(min(len(set_1), len(set_2)), max(len(set_1), len(set_2))),
+    }
+    for size in (2, 3):
+        grams_1, grams_2 = char_ngrams(first.text, size), char_ngrams(second.text, size)
+        features[f"char{size}_jaccard"] = _jaccard(grams_1, grams_2)
+        features[f"char{size}_covered_1"] = _ratio(len(grams_1 & grams_2), len(grams_1))
+        features[f"char{size}_covered_2"] = _ratio(len(grams_1 & grams_2), len(grams_2))
+    numbers_1, numbers_2 = numbers(first), numbers(second)
+    features["numbers_differ"] = float(bool(numbers_1 ^ numbers_2))
+    features["numbers_only_in_2"] = float(bool(numbers_2 - numbers_1))
+    for name, cue_forms in (("negation", NEGATION_FORMS), ("quantity", QUANTITY_FORMS), ("time", TIME_FORMS)):
+        cues_1 = set(first.forms) & cue_forms
+        cues_2 = set(second.forms) & cue_forms
+        features[f"{name}_in_1"] = float(bool(cues_1))
+        features[f"{name}_in_2"] = float(bool(cues_2))
+        features[f"{name}_mismatch"] = float(cues_1 != cues_2)
+    return features
+
+
+def cross_tokens(premise: Analysis, hypothesis: Analysis, max_pairs: int = 40) -> dict[str, float]:
+    """Sparse indicator features of what the hypothesis adds: its content morphemes absent from the premise,
+    the premise's absent from it, the cue words on each side, and pairs of added x dropped morphemes
+    (a learnt lexicon of substitutions such as 가능/금지)."""
+    premise_set, hypothesis_set = set(content_forms(premise)), set(content_forms(hypothesis))
+    added, dropped = sorted(hypothesis_set - premise_set), sorted(premise_set - hypothesis_set)
+    features = {f"added={t}": 1.0 for t in added}
+    features.update({f"dropped={t}": 1.0 for t in dropped})
+    cue_forms = NEGATION_FORMS | QUANTITY_FORMS | TIME_FORMS
+    features.update({f"premise_cue={t}": 1.0 for t in set(premise.forms) & cue_forms})
+    features.update({f"hypothesis_cue={t}": 1.0 for t in set(hypothesis.forms) & cue_forms})
+    pairs = [f"swap={a}|{b}" for a in added for b in dropped][:max_pairs]
+    features.update({pair: 1.0 for pair in pairs})
+    return features

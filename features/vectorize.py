@@ -1,0 +1,86 @@
+"""Analysers and transformers that put morpheme analyses into scikit-learn vectorisers and pipelines."""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from sklearn.base import BaseEstimator, TransformerMixin
+
+from features.analysis import analyze
+from features.morphemes import Analysis
+from features.tags import to_sejong
+
+# Morphemes that carry content: nouns, numerals, pronouns, predicates' stems, adverbs and determiners,
+# roots, foreign words, Chinese characters and numbers. Particles, endings, affixes and punctuation don't.
+CONTENT_TAGS = frozenset({"NNG", "NNP", "NNB", "NR", "NP", "VV", "VA", "MAG", "MM", "XR", "SL", "SH", "SN"})
+
+
+def morpheme_tokens(analysis: Analysis, with_tags: bool = True, content_only: bool = False) -> list[str]:
+    """'form/TAG' (Sejong tags) or bare forms, optionally content morphemes only."""
+    tokens = []
+    for form, tag in zip(analysis.forms, analysis.tags):
+        sejong = to_sejong(tag)
+        if content_only and sejong not in CONTENT_TAGS:
+            continue
+        tokens.append(f"{form.lower()}/{sejong}" if with_tags else form.lower())
+    return tokens
+
+
+def ngrams(tokens: Sequence[str], ngram_range: tuple[int, int]) -> list[str]:
+    low, high = ngram_range
+    grams = list(tokens) if low == 1 else []
+    for size in range(max(low, 2), high + 1):
+        grams.extend(" ".join(tokens[i:i + size]) for i in range(len(tokens) - size + 1))
+    return grams
+
+
+class MorphemeNgrams:
+    """A picklable `analyzer=` for CountVectorizer/TfidfVectorizer: Analysis -> morpheme n-grams.
+
+    Given a plain string it analyses it on the spot (one Kiwi call per document: fine for a few, slow for
+    many; put `Analyse()` in front of the vectoriser instead).
+    """
+
+    def __init__(self, ngram_range: tuple[int, int] = (1, 2), with_tags: bool = True, content_only: bool = False):
+        self.ngram_range = ngram_range
+        self.with_tags = with_tags
+        self.content_only = content_only
+
+    def __call__(self, document: Analysis | str) -> list[str]:
+        if isinstance(document, str):
+            document = analyze([document])[0]
+        return ngrams(morpheme_tokens(document, self.with_tags, self.content_only), self.ngram_range)
+
+    def __repr__(self) -> str:
+        return (f"MorphemeNgrams(ngram_range={self.ngram_range}, with_tags={self.with_tags}, "
+                f"content_only={self.content_only})")
+
+
+class CharacterNgrams:
+    """A picklable `analyzer=`: character n-grams of the text inside word boundaries (like 'char_wb'),
+    for Analysis objects or strings."""
+
+    def __init__(self, ngram_range: tuple[int, int] = (1, 3)):
+        self.ngram_range = ngram_range
+
+    def __call__(self, document: Analysis | str) -> list[str]:
+        text = document.text if isinstance(document, Analysis) else document
+        grams = []
+        low, high = self.ngram_range
+        for word in text.lower().split():
+            padded = f" {word} "
+            for size in range(low, high + 1):
+                grams.extend(padded[i:i + size] for i in range(len(padded) - size + 1))
+        return grams
+
+    def __repr__(self) -> str:
+        return f"CharacterNgrams(ngram_range={self.ngram_range})"
+
+
+class Analyse(BaseEstimator, TransformerMixin):
+    """Pipeline step: texts -> Analysis objects, in one batch through the process-wide analyser."""
+
+    def fit(self, texts: Iterable[str], y=None) -> "Analyse":
+        return self
+
+    def transform(self, texts: Iterable[str]) -> list[Analysis]:
+        return analyze(list(texts))

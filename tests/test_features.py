@@ -1,0 +1,176 @@
+"""The feature layer: Kiwi analysis with offsets and eojeols, its cache, tags, alignment, vectorisers."""
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import sqlite3
+from array import array
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.pipeline import make_pipeline
+
+from features import align
+from features.analysis import MorphemeAnalyzer, analyze
+from features.morphemes import Analysis, eojeol_spans
+from features.tags import to_sejong
+from features.vectorize import Analyse, CharacterNgrams, MorphemeNgrams, morpheme_tokens
+
+HANGUL = st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3)
+MIXED = st.one_of(
+    HANGUL, HANGUL, HANGUL,
+    st.sampled_from(list("0123456789abcXYZ.,!?()[]'\"-~%漢字中國😀ㅋㅎ·…")),
+    st.sampled_from([" ", " ", "\t", "\n", "\u3000"]),
+)
+TEXTS = st.lists(st.text(MIXED, min_size=0, max_size=40), min_size=1, max_size=12)
+
+
+def check_analysis(analysis: Analysis) -> None:
+    text = analysis.text
+    eojeol_of = align.char_to_eojeol(text)
+    # Every non-space character belongs to exactly one eojeol; spaces to none.
+    assert [e == -1 for e in eojeol_of] == [c.isspace() for c in text]
+    for index, (start, end) in enumerate(eojeol_spans(text)):
+        assert align.eojeols_in_span(text, start, end) == [index]
+    previous_start = 0
+    for i, morpheme in enumerate(analysis.morphemes):
+        assert 0 <= morpheme.start <= morpheme.end <= len(text)
+        assert morpheme.start >= previous_start  # spans come in text order
+        previous_start = morpheme.start
+        if morpheme.start < len(text) and not text[morpheme.start].isspace():
+            assert morpheme.eojeol == eojeol_of[morpheme.start]
+        if morpheme.start < morpheme.end:
+            assert i in align.morphemes_in_span(analysis, morpheme.start, morpheme.end)
+    for position, m in enumerate(align.char_to_morpheme(analysis)):
+        if m != -1:
+            assert analysis.starts[m] <= position < analysis.ends[m]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(TEXTS)
+def test_offsets_eojeols_and_alignment_hold_on_arbitrary_text(texts):
+    for analysis in analyze(texts):
+        check_analysis(analysis)
+
+
+def test_every_non_space_character_of_real_text_is_covered():
+    text = "'K팝스타3’ 유희열이 홍정희의 탈락에 눈물을 흘렸다."
+    analysis = analyze([text])[0]
+    check_analysis(analysis)
+    covered = align.char_to_morpheme(analysis)
+    assert all(m != -1 for c, m in zip(text, covered) if not c.isspace())
+
+
+def test_restored_forms_and_shared_offsets():
+    analysis = analyze(["됐어요"])[0]
+    forms = [m.form for m in analysis.morphemes]
+    assert forms[:2] == ["되", "었"]
+    # '되' and '었' share the syllable '됐': both cover it, and it is given to the first.
+    assert analysis.morphemes[0].start == analysis.morphemes[1].start == 0
+    assert align.char_to_morpheme(analysis)[0] == 0
+    assert analysis.surfaces[0] == "됐"
+
+
+def test_zero_length_morpheme_is_placed_where_it_sits():
+    analysis = Analysis("가나 다", ["가", "ㄴ", "나", "다"], ["NNG", "ETM", "NNG", "NNG"],
+                        array("i", [0, 1, 1, 3]), array("i", [1, 1, 2, 4]))
+    assert list(analysis.eojeols) == [0, 0, 0, 1]
+    assert align.morphemes_in_span(analysis, 1, 2) == [1, 2]
+    assert align.morphemes_in_span(analysis, 0, 1) == [0]
+    assert align.char_to_morpheme(analysis) == [0, 2, -1, 3]
+    assert align.covering_span(analysis, [1, 2]) == (1, 2)
+    check_analysis(analysis)
+
+
+def test_eojeol_index_continues_across_sentences():
+    # Kiwi numbers words per sentence; our eojeol index counts over the whole text.
+    analysis = analyze(["나는 갔다. 너는 왔다. 그리고 끝"])[0]
+    assert max(analysis.eojeols) == 5
+    check_analysis(analysis)
+
+
+@pytest.mark.parametrize("kiwi_tag,sejong", [
+    ("VV-R", "VV"), ("VA-I", "VA"), ("XSA-R", "XSA"), ("SSO", "SS"), ("SSC", "SS"), ("W_URL", "SL"),
+    ("W_SERIAL", "SN"), ("W_EMOJI", "SW"), ("Z_CODA", "NA"), ("USER0", "NNP"), ("NNG", "NNG"), ("JKS", "JKS"),
+])
+def test_tag_normalisation(kiwi_tag, sejong):
+    assert to_sejong(kiwi_tag) == sejong
+
+
+def test_cached_analysis_equals_fresh_and_skips_kiwi(tmp_path):
+    texts = ["서울에서 회의가 열렸다.", "ABC코리아 2019년 실적", "됐어요"]
+    fresh = MorphemeAnalyzer(cache_dir=tmp_path).analyze(texts)
+    again = MorphemeAnalyzer(cache_dir=tmp_path)
+    cached = again.analyze(texts)
+    assert cached == fresh
+    assert again.stats.analysed == 0 and again.stats.cache_hits == 3
+    assert MorphemeAnalyzer(use_cache=False).analyze(texts) == fresh
+
+
+def test_damaged_cache_file_does_not_break_a_run(tmp_path):
+    texts = ["캐시가 망가져도 분석은 계속된다."]
+    expected = MorphemeAnalyzer(use_cache=False).analyze(texts)
+    (tmp_path / "analyses.sqlite3").write_bytes(b"this is not a database" * 100)
+    analyzer = MorphemeAnalyzer(cache_dir=tmp_path)
+    assert analyzer.analyze(texts) == expected
+    assert MorphemeAnalyzer(cache_dir=tmp_path).analyze(texts) == expected
+
+
+@pytest.mark.parametrize("bad_value", [b"\x00garbage", None])
+def test_damaged_or_foreign_entry_is_ignored_and_rewritten(tmp_path, bad_value):
+    text = "엔트리가 손상되었다"
+    first = MorphemeAnalyzer(cache_dir=tmp_path)
+    expected = first.analyze([text])
+    key = first.cache.key(text)
+    first.cache.close()
+    if bad_value is None:  # a well-formed entry that does not fit this text (offsets beyond its end)
+        from features.cache import encode
+        other = MorphemeAnalyzer(use_cache=False).analyze(["훨씬 더 긴 다른 문장의 분석 결과입니다"])[0]
+        bad_value = encode(first.cache.key(other.text), other)
+    with sqlite3.connect(tmp_path / "analyses.sqlite3") as connection:
+        connection.execute("UPDATE analyses SET value = ? WHERE key = ?", (bad_value, key))
+    second = MorphemeAnalyzer(cache_dir=tmp_path)
+    assert second.analyze([text]) == expected and second.stats.analysed == 1
+    third = MorphemeAnalyzer(cache_dir=tmp_path)
+    assert third.analyze([text]) == expected and third.stats.analysed == 0
+
+
+def _analyse_in_process(args):
+    cache_dir, texts = args
+    return [repr(a) for a in MorphemeAnalyzer(cache_dir=cache_dir, num_workers=1).analyze(texts)]
+
+
+def test_two_processes_share_one_cache(tmp_path):
+    texts = [f"{i}번째 문장은 동시에 분석된다." for i in range(300)]
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(2) as pool:
+        first, second = pool.map(_analyse_in_process, [(str(tmp_path), texts), (str(tmp_path), texts[::-1])])
+    assert first == second[::-1]
+    reader = MorphemeAnalyzer(cache_dir=tmp_path)
+    assert [repr(a) for a in reader.analyze(texts)] == first and reader.stats.analysed == 0
+
+
+def test_morpheme_tokens_and_content_filter():
+    analysis = analyze(["학생들이 도서관에서 책을 읽었다."])[0]
+    tokens = morpheme_tokens(analysis)
+    assert "학생/NNG" in tokens and "이/JKS" in tokens
+    content = morpheme_tokens(analysis, with_tags=False, content_only=True)
+    assert content == ["학생", "도서관", "책", "읽"]
+
+
+def test_vectoriser_pipeline_pickles_without_kiwi():
+    texts = ["삼성전자가 새 스마트폰을 공개했다", "류현진이 7이닝을 무실점으로 막았다", "정부가 예산안을 발표했다"]
+    pipeline = make_pipeline(Analyse(), TfidfVectorizer(analyzer=MorphemeNgrams(ngram_range=(1, 2))))
+    matrix = pipeline.fit_transform(texts)
+    assert "스마트폰/NNG" in pipeline[-1].vocabulary_
+    blob = pickle.dumps(pipeline)
+    assert b"kiwipiepy" not in blob
+    assert (pickle.loads(blob).transform(texts) != matrix).nnz == 0
+
+
+def test_character_ngrams_respect_word_boundaries():
+    grams = CharacterNgrams(ngram_range=(2, 2))("가나 다")
+    assert grams == [" 가", "가나", "나 ", " 다", "다 "]
+    assert CharacterNgrams()(analyze(["가나"])[0]) == CharacterNgrams()("가나")
