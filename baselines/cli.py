@@ -140,29 +140,34 @@ def train(ctx, task: str, out_path: Path | None, data_dir, train_file, model_nam
     """Train a model on the training file and save it with joblib."""
     spec, out = get_task(task), console(ctx)
     data = _data(spec, out, data_dir, train_file, None)
-    if data.train is None:
-        raise driver.UsageError(f"no training file for {task}: give --train FILE or --data-dir")
-    records = spec.load(data.train)
-    driver.check_labelled(spec, records, data.train)
-    name, model = driver.build_model(spec, model_name, seed, spec.load_resources(data.extras))
-    out.log(f"{task}: fitting {name} on {len(records)} records from {data.train}")
-    model.fit(records, spec.targets(records))
+    name, model = _fit_on_training_data(spec, out, data, model_name, seed)
     path = out_path or Path(f"{task}.joblib")
-    save_model(path, model, task, name, [data.train], driver.versions())
+    save_model(path, model, task, name, [_training_file(spec, data)], driver.versions())
     click.echo(f"saved {name} model for {task} to {path}")
 
 
+def _training_file(spec: TaskSpec, data: driver.TaskData) -> Path:
+    if data.train is None:
+        raise driver.UsageError(f"no training file for {spec.code}: give --train FILE or --data-dir")
+    return data.train
+
+
+def _fit_on_training_data(spec: TaskSpec, out: Console, data: driver.TaskData, model_name: str | None, seed: int):
+    """(model name, model fitted on the task's labelled training file)."""
+    path = _training_file(spec, data)
+    records = spec.load(path)
+    driver.check_labelled(spec, records, path)
+    name, model = driver.build_model(spec, model_name, seed, spec.load_resources(data.extras))
+    out.log(f"{spec.code}: fitting {name} on {len(records)} records from {path}")
+    return name, model.fit(records, spec.targets(records))
+
+
 def _model_for(spec: TaskSpec, out: Console, model_path: Path | None, data: driver.TaskData, seed: int):
+    """A saved model when --model is given, else one fitted on the training data."""
     if model_path is not None:
         model, metadata = load_model(model_path, spec.code, driver.versions())
         return metadata["model"], model
-    if data.train is None:
-        raise driver.UsageError(f"give --model FILE (from `klue-baselines train {spec.code}`) or training data")
-    records = spec.load(data.train)
-    driver.check_labelled(spec, records, data.train)
-    name, model = driver.build_model(spec, None, seed, spec.load_resources(data.extras))
-    out.log(f"{spec.code}: no --model given: fitting {name} on {data.train}")
-    return name, model.fit(records, spec.targets(records))
+    return _fit_on_training_data(spec, out, data, None, seed)
 
 
 def _print_metrics(metrics: dict[str, float], headline: tuple[str, ...]) -> None:

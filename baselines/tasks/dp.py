@@ -6,11 +6,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.linear_model import LogisticRegression
 
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, require
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
+from features.trees import max_spanning_tree
 
 LABELS = scoring.DP_LABELS
 COLUMNS = "INDEX WORD_FORM LEMMA POS HEAD DEPREL"
@@ -117,12 +121,197 @@ def attach_to_next(random_state: int = 0, resources: dict | None = None) -> Atta
     return AttachToNextParser()
 
 
+PUNCTUATION_TAGS = frozenset({"SF", "SP", "SS", "SE", "SO", "SW"})
+ATTRIBUTES = ("form", "first_pos", "last_pos", "first_lemma", "last_lemma", "pos_pattern")
+ROOT = {name: "<root>" for name in ATTRIBUTES}
+
+
+def eojeol_attributes(word: DpWord) -> dict[str, str]:
+    """What the parser sees of an eojeol: its form, first and last (non-punctuation) POS and lemma, and
+    its POS pattern. Korean eojeols end in the particles and endings that carry their syntax."""
+    tags = (word.pos or "NA").split("+")
+    lemmas = (word.lemma or word.form).split(" ")
+    if len(lemmas) != len(tags):
+        lemmas = lemmas[:1] * len(tags)
+    content = [i for i, tag in enumerate(tags) if tag not in PUNCTUATION_TAGS] or [len(tags) - 1]
+    last = content[-1]
+    pattern = "+".join(tags) if len(tags) <= 4 else "+".join(tags[:2] + ["~"] + tags[-2:])
+    return {"form": word.form.lower(), "first_pos": tags[0], "last_pos": tags[last],
+            "first_lemma": f"{lemmas[0]}/{tags[0]}", "last_lemma": f"{lemmas[last]}/{tags[last]}",
+            "pos_pattern": pattern}
+
+
+# Arc templates: attributes of the head (h), the dependent (d) and their neighbours (h-1, h+1, d-1, d+1).
+# Each is used alone and joined with the arc's direction and distance.
+ARC_TEMPLATES = (
+    (("h", "last_pos"), ("d", "last_pos")), (("h", "first_pos"), ("d", "last_pos")),
+    (("h", "last_lemma"), ("d", "last_pos")), (("h", "last_pos"), ("d", "last_lemma")),
+    (("h", "last_lemma"), ("d", "last_lemma")), (("h", "form"), ("d", "last_pos")),
+    (("h", "last_pos"), ("d", "form")), (("h", "pos_pattern"), ("d", "pos_pattern")),
+    (("h", "first_lemma"), ("d", "last_lemma")), (("h", "first_pos"), ("d", "first_pos")),
+    (("h", "last_pos"),), (("h", "last_lemma"),), (("h", "form"),), (("h", "pos_pattern"),),
+    (("h", "last_pos"), ("h+1", "first_pos"), ("d-1", "last_pos"), ("d", "last_pos")),
+    (("h-1", "last_pos"), ("h", "last_pos"), ("d", "last_pos"), ("d+1", "first_pos")),
+    (("h", "last_pos"), ("d", "last_pos"), ("d+1", "last_pos")),
+    (("h", "last_pos"), ("h-1", "last_pos"), ("d", "last_pos")),
+    (("h", "pos_pattern"), ("d", "last_lemma")), (("h", "last_lemma"), ("d", "pos_pattern")),
+)
+_MULTIPLIER = np.uint64(1000003)
+
+
+def _bucket(distance: np.ndarray) -> np.ndarray:
+    return np.minimum(distance, 5) + (distance > 7) + (distance > 12)
+
+
+class ArcFeaturizer:
+    """Hashed arc features of a sentence, computed for all (head, dependent) pairs at once with numpy."""
+
+    def __init__(self, vocabulary: dict[str, int], dimension: int):
+        self.vocabulary = vocabulary
+        self.dimension = dimension
+
+    def ids(self, sentence: DpSentence) -> dict[str, np.ndarray]:
+        """Per attribute, the vocabulary ids of the root (position 0) and every eojeol, with padding at
+        both ends so that h-1 and d+1 always exist."""
+        rows = [ROOT] + [eojeol_attributes(word) for word in sentence.words]
+        padded = {}
+        for name in ATTRIBUTES:
+            values = [self.vocabulary.get(f"{name}={row[name]}", 1) for row in rows]
+            padded[name] = np.array([2] + values + [3], dtype=np.uint64)
+        return padded
+
+    def arcs(self, sentence: DpSentence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(heads, dependents, feature index matrix): one row per possible arc h -> d (d >= 1, h != d)."""
+        size = len(sentence.words)
+        heads, dependents = np.meshgrid(np.arange(size + 1), np.arange(1, size + 1), indexing="ij")
+        keep = heads != dependents
+        heads, dependents = heads[keep], dependents[keep]
+        ids = self.ids(sentence)
+        position = {"h": heads + 1, "h-1": heads, "h+1": heads + 2,
+                    "d": dependents + 1, "d-1": dependents, "d+1": dependents + 2}
+        direction = (heads > dependents).astype(np.uint64)
+        distance = _bucket(np.abs(heads - dependents)).astype(np.uint64)
+        last = (heads == size).astype(np.uint64) + 2 * (heads == 0)
+        between_predicates = self._predicates_between(sentence, heads, dependents)
+        arc_class = (direction * np.uint64(16) + distance) * np.uint64(8) + last * np.uint64(2)
+        columns = []
+        with np.errstate(over="ignore"):  # the hash wraps around on purpose
+            for number, template in enumerate(ARC_TEMPLATES):
+                key = np.full(len(heads), number + 1, dtype=np.uint64)
+                for who, name in template:
+                    key = key * _MULTIPLIER + ids[name][position[who]]
+                columns.append(key)
+                columns.append(key * _MULTIPLIER + arc_class + np.uint64(1))
+                columns.append(key * _MULTIPLIER + between_predicates + np.uint64(977))
+        features = (np.stack(columns, axis=1) % np.uint64(self.dimension)).astype(np.int64)
+        return heads, dependents, features
+
+    @staticmethod
+    def _predicates_between(sentence: DpSentence, heads: np.ndarray, dependents: np.ndarray) -> np.ndarray:
+        """How many eojeols strictly between head and dependent end in a verbal ending (0, 1, 2+)."""
+        verbal = np.array([0] + [eojeol_attributes(w)["last_pos"] in ("EC", "EF", "ETM") for w in sentence.words],
+                          dtype=np.int64)
+        cumulative = np.cumsum(verbal)
+        low, high = np.minimum(heads, dependents), np.maximum(heads, dependents)
+        count = cumulative[np.maximum(high - 1, 0)] - cumulative[low]
+        return np.minimum(np.maximum(count, 0), 2).astype(np.uint64)
+
+
+def _relation_features(sentence: DpSentence, attributes: list[dict[str, str]], dependent: int,
+                       head: int) -> dict[str, float]:
+    d = attributes[dependent]
+    h = attributes[head] if head > 0 else ROOT
+    direction = "L" if head < dependent else "R"
+    distance = str(min(abs(head - dependent), 6))
+    features = {f"d_{name}={d[name]}": 1.0 for name in ATTRIBUTES}
+    features.update({f"h_{name}={h[name]}": 1.0 for name in ("first_pos", "last_pos", "last_lemma", "pos_pattern")})
+    features.update({f"pair={d['last_pos']}|{h['last_pos']}": 1.0, f"pair2={d['last_lemma']}|{h['first_pos']}": 1.0,
+                     f"dir={direction}{distance}": 1.0, f"dir_pos={direction}|{d['last_pos']}": 1.0,
+                     f"is_last={dependent == len(sentence.words)}": 1.0})
+    return features
+
+
+class MstParser(BaseEstimator):
+    """First-order arc-factored parser: hashed arc features scored by an averaged structured perceptron,
+    decoded with Chu-Liu-Edmonds (non-projective, one root); relations by logistic regression."""
+
+    def __init__(self, epochs: int = 6, dimension: int = 2 ** 22, min_count: int = 1, label_C: float = 1.0,
+                 random_state: int = 0):
+        self.epochs = epochs
+        self.dimension = dimension
+        self.min_count = min_count
+        self.label_C = label_C
+        self.random_state = random_state
+
+    def _decode(self, weights: np.ndarray, sentence: DpSentence, arcs) -> np.ndarray:
+        heads, dependents, features = arcs
+        size = len(sentence.words) + 1
+        scores = np.full((size, size), -np.inf)
+        scores[heads, dependents] = weights[features].sum(axis=1)
+        return max_spanning_tree(scores)
+
+    def fit(self, records: Sequence[DpSentence], y=None) -> "MstParser":
+        counts = Counter(f"{name}={value}" for sentence in records for word in sentence.words
+                         for name, value in eojeol_attributes(word).items())
+        vocabulary = {key: index for index, key in
+                      enumerate(sorted(k for k, c in counts.items() if c >= self.min_count), start=4)}
+        self.featurizer_ = ArcFeaturizer(vocabulary, self.dimension)
+        arcs = [self.featurizer_.arcs(sentence) for sentence in records]
+        gold_rows = []
+        for sentence, (heads, dependents, _features) in zip(records, arcs):
+            gold = np.array([0] + [w.head for w in sentence.words])
+            gold_rows.append(np.flatnonzero(heads == gold[dependents]))
+        weights = np.zeros(self.dimension)
+        totals = np.zeros(self.dimension)  # step-weighted updates, for averaging
+        step = 1
+        rng = np.random.default_rng(self.random_state)
+        for _epoch in range(self.epochs):
+            for index in rng.permutation(len(records)):
+                sentence, sentence_arcs = records[index], arcs[index]
+                predicted = self._decode(weights, sentence, sentence_arcs)
+                heads, dependents, features = sentence_arcs
+                predicted_rows = np.flatnonzero(heads == predicted[dependents])
+                if not np.array_equal(predicted_rows, gold_rows[index]):
+                    for rows, sign in ((gold_rows[index], 1.0), (predicted_rows, -1.0)):
+                        np.add.at(weights, features[rows].ravel(), sign)
+                        np.add.at(totals, features[rows].ravel(), sign * step)
+                step += 1
+        self.weights_ = weights - totals / step
+        self._fit_relations(records)
+        return self
+
+    def _fit_relations(self, records: Sequence[DpSentence]) -> None:
+        rows, labels = [], []
+        for sentence in records:
+            attributes = [ROOT] + [eojeol_attributes(w) for w in sentence.words]
+            for position, word in enumerate(sentence.words, start=1):
+                rows.append(_relation_features(sentence, attributes, position, word.head))
+                labels.append(word.deprel)
+        self.relation_vectorizer_ = DictVectorizer()
+        self.relation_classifier_ = LogisticRegression(C=self.label_C, max_iter=500, random_state=self.random_state)
+        self.relation_classifier_.fit(self.relation_vectorizer_.fit_transform(rows), labels)
+
+    def predict(self, records: Sequence[DpSentence]) -> list[tuple[list[int], list[str]]]:
+        parsed, rows = [], []
+        for sentence in records:
+            heads = self._decode(self.weights_, sentence, self.featurizer_.arcs(sentence))
+            parsed.append([int(h) for h in heads[1:]])
+            attributes = [ROOT] + [eojeol_attributes(w) for w in sentence.words]
+            rows.extend(_relation_features(sentence, attributes, d, h) for d, h in enumerate(parsed[-1], start=1))
+        labels = iter(self.relation_classifier_.predict(self.relation_vectorizer_.transform(rows)) if rows else [])
+        return [(heads, [str(next(labels)) for _ in heads]) for heads in parsed]
+
+
+def mst_parser(random_state: int = 0, resources: dict | None = None) -> MstParser:
+    return MstParser(random_state=random_state)
+
+
 TASK = TaskSpec(
     code="dp", title="DP dependency parsing", folder="klue-dp-v1.1",
     train_file="klue-dp-v1.1_train.tsv", dev_file="klue-dp-v1.1_dev.tsv",
     texts=lambda records: [r.text for r in records],
     load=load, load_input=load_input, targets=targets,
-    models={"trivial": attach_to_next}, default_model="trivial",
+    models={"mst": mst_parser, "trivial": attach_to_next}, default_model="mst",
     predict=predict, score=score, headline=("uas_micro_f1", "las_micro_f1", "uas_macro_f1", "las_macro_f1"),
     prediction_example='{"guid": "klue-dp-v1_dev_00000_wikitree", "heads": [2, 6, 4, 6, 6, 0], '
                        '"deprels": ["NP", "NP_SBJ", "NP_MOD", "NP_AJT", "NP_OBJ", "VP"]}',

@@ -124,6 +124,18 @@ def _position(index: int, start: int, end: int) -> str:
     return "B" if index == start else "E" if index == end - 1 else "I"
 
 
+def eojeol_stems(text: str, analysis: Analysis, tags: list[str]) -> list[tuple[int, int]]:
+    """For each eojeol, the span of its content part: the eojeol without the particles, endings and
+    punctuation that follow its last content morpheme (entities rarely include them: '서울시청에서')."""
+    words = eojeol_spans(text)
+    stem_end = [start for start, _end in words]
+    for m, (tag, end) in enumerate(zip(tags, analysis.ends)):
+        if tag[0] not in "JES" or tag in ("SN", "SL", "SH"):
+            w = analysis.eojeols[m]
+            stem_end[w] = max(stem_end[w], min(end, words[w][1]))
+    return [(start, max(end, start)) for (start, _word_end), end in zip(words, stem_end)]
+
+
 def character_features(text: str, analysis: Analysis) -> list[dict[str, str]]:
     """crfsuite features for every character of the sentence (spaces included, as in the data)."""
     size = len(text)
@@ -131,14 +143,19 @@ def character_features(text: str, analysis: Analysis) -> list[dict[str, str]]:
     morpheme_of = char_to_morpheme(analysis)
     eojeol_of = char_to_eojeol(text)
     words = eojeol_spans(text)
-    word_shapes = [shape(text[s:e]) for s, e in words]
     tags = [to_sejong(tag) for tag in analysis.tags]
+    stems = eojeol_stems(text, analysis, tags)
+    stem_texts = [text[s:e] if e - s <= 12 else "<long>" for s, e in stems]
+    word_shapes = [shape(text[s:e]) for s, e in words]
 
     def char(i: int) -> str:
         return text[i] if 0 <= i < size else ("<s>" if i < 0 else "</s>")
 
     def kind(i: int) -> str:
         return classes[i] if 0 <= i < size else "BD"
+
+    def stem(w: int) -> str:
+        return stem_texts[w] if 0 <= w < len(stem_texts) else "<none>"
 
     rows = []
     for i, c in enumerate(text):
@@ -151,18 +168,23 @@ def character_features(text: str, analysis: Analysis) -> list[dict[str, str]]:
         m = morpheme_of[i]
         if m >= 0:
             start, end = analysis.starts[m], analysis.ends[m]
+            last = len(tags) - 1
             features.update({
-                "mt": tags[m], "mp": _position(i, start, end) + tags[m],
-                "mf": analysis.forms[m] if end - start <= 6 else "<long>",
-                "mt-1": tags[m - 1] if m > 0 else "<s>", "mt+1": tags[m + 1] if m + 1 < len(tags) else "</s>",
-                "mf+1": analysis.forms[m + 1] if m + 1 < len(tags) and tags[m + 1][0] in "JEX" else "-",
+                "mt": tags[m], "mp": _position(i, start, end) + tags[m], "mf": analysis.forms[m],
+                "mt-1": tags[m - 1] if m > 0 else "<s>", "mt+1": tags[m + 1] if m < last else "</s>",
+                "mf-1": analysis.forms[m - 1] if m > 0 else "<s>",
+                "mf+1": analysis.forms[m + 1] if m < last else "</s>",
             })
         w = eojeol_of[i]
         if w >= 0:
             start, end = words[w]
-            features["ep"] = _position(i, start, end)
-            features["ws"] = word_shapes[w] if len(word_shapes[w]) <= 8 else "<long>"
-            features["wl"] = str(min(end - start, 8))
+            stem_start, stem_end = stems[w]
+            features.update({
+                "ep": _position(i, start, end), "wl": str(min(end - start, 8)),
+                "ws": word_shapes[w] if len(word_shapes[w]) <= 8 else "<long>",
+                "sp": _position(i, stem_start, stem_end) if i < stem_end else "X",
+                "st": stem(w), "st-1": stem(w - 1), "st+1": stem(w + 1),
+            })
         rows.append(features)
     return rows
 

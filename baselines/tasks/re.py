@@ -6,12 +6,21 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.dummy import DummyClassifier
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.linear_model import LogisticRegression
 
 from baselines import scoring
 from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.priors import adapt_to_priors
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_labels, jsonl_records, \
     label_predictions
+from features.align import morphemes_in_span
+from features.analysis import analyze
+from features.morphemes import Analysis
+from features.tags import to_sejong
+from features.vectorize import CONTENT_TAGS
 
 RELATION_LIST = "relation_list.json"
 
@@ -102,12 +111,109 @@ def prior_distribution(random_state: int = 0, resources: dict | None = None) -> 
     return DummyClassifier(strategy="prior", random_state=random_state)
 
 
+def _bucket(value: int) -> str:
+    return str(value) if value < 4 else "4-7" if value < 8 else "8-15" if value < 16 else "16+"
+
+
+def pair_features(record: ReExample, analysis: Analysis, window: int = 3) -> dict[str, float]:
+    """Indicator features of one entity pair: types, order and distance, the entities' morphemes and
+    the particles after them, the morphemes between and around them, and the sentence's content
+    morphemes with both entities masked by their types."""
+    subject, obj = record.subject, record.object
+    pair = f"{subject.type}>{obj.type}"
+    tokens = [f"{form}/{to_sejong(tag)}" for form, tag in zip(analysis.forms, analysis.tags)]
+    subject_index = morphemes_in_span(analysis, subject.start, subject.end + 1)
+    object_index = morphemes_in_span(analysis, obj.start, obj.end + 1)
+    subject_first = subject.start <= obj.start
+    features = {f"pair={pair}": 1.0, f"subject_type={subject.type}": 1.0, f"object_type={obj.type}": 1.0,
+                f"order={'so' if subject_first else 'os'}|{pair}": 1.0,
+                f"subject={subject.word.lower()}": 1.0, f"object={obj.word.lower()}": 1.0}
+    if subject.start <= obj.end and obj.start <= subject.end:
+        features["nested"] = 1.0
+    for name, index in (("subject", subject_index), ("object", object_index)):
+        for i in index:
+            features[f"{name}_morpheme={tokens[i]}"] = 1.0
+        if index:
+            last = max(index)
+            after = [tokens[i] for i in range(last + 1, min(last + 3, len(tokens)))
+                     if analysis.eojeols[i] == analysis.eojeols[last] and analysis.tags[i][0] in "JEV"]
+            features[f"{name}_particle={'+'.join(after) or '-'}"] = 1.0
+            features[f"{name}_particle={'+'.join(after) or '-'}|{pair}"] = 1.0
+            first = min(index)
+            for offset in range(1, window + 1):
+                if first - offset >= 0:
+                    features[f"{name}_left{min(offset, 2)}={tokens[first - offset]}"] = 1.0
+                if last + offset < len(tokens):
+                    features[f"{name}_right{min(offset, 2)}={tokens[last + offset]}"] = 1.0
+    inside = set(subject_index) | set(object_index)
+    if subject_index and object_index:
+        left_end = max(subject_index if subject_first else object_index)
+        right_start = min(object_index if subject_first else subject_index)
+        between = [tokens[i] for i in range(left_end + 1, right_start) if i not in inside]
+        features[f"between_length={_bucket(len(between))}"] = 1.0
+        features[f"eojeol_distance={_bucket(abs(analysis.eojeols[right_start] - analysis.eojeols[left_end]))}"] = 1.0
+        for token in between:
+            features[f"between={token}"] = 1.0
+        for a, b in zip(between, between[1:]):
+            features[f"between2={a} {b}"] = 1.0
+        if len(between) <= 4:
+            features[f"between_all={' '.join(between)}|{pair}"] = 1.0
+    for i, tag in enumerate(analysis.tags):
+        if i not in inside and to_sejong(tag) in CONTENT_TAGS:
+            features[f"word={analysis.forms[i]}"] = 1.0
+    return features
+
+
+class RelationClassifier(BaseEstimator, ClassifierMixin):
+    """Entity-pair indicator features -> multinomial logistic regression with class probabilities."""
+
+    def __init__(self, C: float = 0.5, window: int = 3, min_count: int = 2, adapt_priors: bool = False,
+                 max_iter: int = 300, random_state: int = 0):
+        self.C = C
+        self.adapt_priors = adapt_priors
+        self.window = window
+        self.min_count = min_count
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def _dicts(self, records: Sequence[ReExample]) -> list[dict[str, float]]:
+        analyses = analyze(r.sentence for r in records)
+        return [pair_features(r, a, self.window) for r, a in zip(records, analyses)]
+
+    def fit(self, records: Sequence[ReExample], y: Sequence[str]) -> "RelationClassifier":
+        self.vectorizer_ = DictVectorizer()
+        features = self.vectorizer_.fit_transform(self._dicts(records))
+        # Features seen in fewer than min_count training pairs cannot generalise; dropping them shrinks the
+        # model and the optimisation several times over.
+        support = np.asarray((features > 0).sum(axis=0)).ravel() >= self.min_count
+        self.vectorizer_.restrict(support)
+        features = features[:, support]
+        self.classifier_ = LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.random_state)
+        self.classifier_.fit(features, np.asarray(y))
+        self.classes_ = self.classifier_.classes_
+        self.train_priors_ = np.array([np.mean(np.asarray(y) == label) for label in self.classes_])
+        return self
+
+    def predict_proba(self, records: Sequence[ReExample]) -> np.ndarray:
+        """Posteriors; with adapt_priors, adjusted to the label proportions that the batch itself
+        suggests (see baselines.priors)."""
+        probabilities = self.classifier_.predict_proba(self.vectorizer_.transform(self._dicts(records)))
+        return adapt_to_priors(probabilities, self.train_priors_) if self.adapt_priors else probabilities
+
+    def predict(self, records: Sequence[ReExample]) -> np.ndarray:
+        return self.classes_[self.predict_proba(records).argmax(axis=1)]
+
+
+def relation_classifier(random_state: int = 0, resources: dict | None = None) -> RelationClassifier:
+    return RelationClassifier(random_state=random_state)
+
+
 TASK = TaskSpec(
     code="re", title="RE relation extraction", folder="klue-re-v1.1",
     train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,),
     texts=lambda records: [r.sentence for r in records],
     load=load, load_input=load_input, load_resources=load_resources, targets=targets,
-    models={"trivial": prior_distribution}, default_model="trivial",
+    models={"features-lr": relation_classifier, "trivial": prior_distribution}, default_model="features-lr",
     predict=label_predictions, score=score, headline=("micro_f1", "auprc"),
     prediction_example='{"guid": "klue-re-v1_dev_00000", "label": "no_relation", '
                        '"probs": {"no_relation": 0.91, "per:title": 0.02, ...}}',

@@ -90,6 +90,10 @@ VIEWS = (
 )
 
 
+# Views whose TF-IDF space is also reduced by SVD (LSA), giving a similarity that survives synonyms.
+LATENT_VIEWS = ("char24",)
+
+
 def _row_cosines(first, second) -> np.ndarray:
     """Cosine of matching rows of two L2-normalised matrices (sparse or dense)."""
     product = first.multiply(second) if hasattr(first, "multiply") else first * second
@@ -116,14 +120,14 @@ class SimilarityRegressor(BaseEstimator, RegressorMixin):
         if fit:
             self.vectorizers_ = {name: TfidfVectorizer(analyzer=analyser, sublinear_tf=True).fit(analyses)
                                  for name, analyser in VIEWS}
-            self.svd_ = TruncatedSVD(self.svd_components, random_state=self.random_state)
-            self.svd_.fit(self.vectorizers_["char24"].transform(analyses))
+            self.svds_ = {view: TruncatedSVD(self.svd_components, random_state=self.random_state).fit(
+                self.vectorizers_[view].transform(analyses)) for view in LATENT_VIEWS}
             self.sources_ = sorted({self._genre(r) for r in records})
         columns = [_row_cosines(vectorizer.transform(first), vectorizer.transform(second))
                    for vectorizer in self.vectorizers_.values()]
-        char24 = self.vectorizers_["char24"]
-        latent = [normalize(self.svd_.transform(char24.transform(side))) for side in (first, second)]
-        columns.append(_row_cosines(*latent))
+        for view, svd in self.svds_.items():
+            latent = [normalize(svd.transform(self.vectorizers_[view].transform(side))) for side in (first, second)]
+            columns.append(_row_cosines(*latent))
         overlaps = [overlap_features(a, b) for a, b in zip(first, second)]
         names = sorted(overlaps[0]) if overlaps else []
         columns.extend(np.array([o[name] for o in overlaps]) for name in names)

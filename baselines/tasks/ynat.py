@@ -68,7 +68,7 @@ def most_frequent_label(random_state: int = 0, resources: dict | None = None) ->
 class TopicClassifier(BaseEstimator, ClassifierMixin):
     """TF-IDF over Kiwi morpheme n-grams and character n-grams of the title -> logistic regression."""
 
-    def __init__(self, C: float = 4.0, morpheme_ngrams: tuple[int, int] = (1, 2),
+    def __init__(self, C: float = 2.0, morpheme_ngrams: tuple[int, int] = (1, 2),
                  char_ngrams: tuple[int, int] = (1, 3), min_df: int = 2, class_weight: str | None = None,
                  max_iter: int = 300, random_state: int = 0):
         self.C = C

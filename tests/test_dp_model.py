@@ -1,0 +1,91 @@
+"""DP: the Chu-Liu-Edmonds decoder against brute force, and the perceptron parser on planted sentences."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from baselines.driver import versions
+from baselines.persistence import load_model, save_model
+from baselines.tasks.dp import DpSentence, DpWord, MstParser, eojeol_attributes
+from features.trees import max_spanning_tree, tree_score
+
+
+def is_single_root_tree(heads) -> bool:
+    size = len(heads)
+    for dependent in range(1, size):
+        seen, node = set(), dependent
+        while node != 0:
+            if node in seen:
+                return False
+            seen.add(node)
+            node = heads[node]
+    return sum(heads[d] == 0 for d in range(1, size)) == 1
+
+
+def brute_force_best(scores: np.ndarray) -> float:
+    size = scores.shape[0]
+    best = -np.inf
+    for heads in itertools.product(range(size), repeat=size - 1):
+        heads = (0,) + heads
+        if any(heads[d] == d for d in range(1, size)) or not is_single_root_tree(heads):
+            continue
+        best = max(best, sum(scores[heads[d], d] for d in range(1, size)))
+    return best
+
+
+def test_decoder_returns_a_single_root_tree_for_random_scores():
+    rng = np.random.default_rng(7)
+    for size in (2, 5, 12, 40):
+        for _ in range(20):
+            assert is_single_root_tree(max_spanning_tree(rng.normal(size=(size, size))))
+
+
+def test_decoder_finds_the_maximum_on_small_cases():
+    rng = np.random.default_rng(11)
+    for _ in range(150):
+        size = int(rng.integers(2, 7))
+        scores = rng.normal(size=(size, size))
+        assert tree_score(scores, max_spanning_tree(scores)) == pytest.approx(brute_force_best(scores))
+
+
+def test_decoder_can_return_a_non_projective_tree():
+    # 1 <- 3 and 2 <- 4 cross; the scores make that the only good tree.
+    scores = np.full((5, 5), -10.0)
+    scores[0, 4] = scores[4, 3] = 5.0
+    scores[3, 1] = scores[4, 2] = 5.0
+    assert list(max_spanning_tree(scores)) == [0, 3, 4, 4, 0]
+
+
+def planted_sentence(guid: str, nouns: list[str]) -> DpSentence:
+    """'N1이 N2를 N3에서 봤다.': every noun phrase depends on the final verb."""
+    words = [DpWord(f"{nouns[0]}이", f"{nouns[0]} 이", "NNG+JKS", 4, "NP_SBJ"),
+             DpWord(f"{nouns[1]}를", f"{nouns[1]} 를", "NNG+JKO", 4, "NP_OBJ"),
+             DpWord(f"{nouns[2]}에서", f"{nouns[2]} 에서", "NNG+JKB", 4, "NP_AJT"),
+             DpWord("봤다.", "보 았 다 .", "VV+EP+EF+SF", 0, "VP")]
+    return DpSentence(guid, " ".join(w.form for w in words), words)
+
+
+NOUNS = ["학생", "책", "도서관", "친구", "영화", "극장", "아이", "공", "공원", "가수", "노래", "무대"]
+
+
+def test_perceptron_parses_planted_sentences_back(tmp_path):
+    rng = np.random.default_rng(3)
+    train = [planted_sentence(f"p{i}", list(rng.choice(NOUNS, 3, replace=False))) for i in range(30)]
+    model = MstParser(epochs=3, dimension=2 ** 16).fit(train)
+    test = [planted_sentence("q", ["선생", "편지", "교실"])]
+    heads, deprels = model.predict(test)[0]
+    assert heads == [4, 4, 4, 0]
+    assert deprels == ["NP_SBJ", "NP_OBJ", "NP_AJT", "VP"]
+    train_file = tmp_path / "train.tsv"
+    train_file.write_text("", encoding="utf-8")
+    save_model(tmp_path / "dp.joblib", model, "dp", "mst", [train_file], versions())
+    loaded, _ = load_model(tmp_path / "dp.joblib", "dp", versions())
+    assert loaded.predict(test) == model.predict(test)
+
+
+def test_eojeol_attributes_skip_final_punctuation():
+    attributes = eojeol_attributes(DpWord("흘렸다.", "흘리 었 다 .", "VV+EP+EF+SF"))
+    assert attributes["last_pos"] == "EF" and attributes["last_lemma"] == "다/EF"
+    assert attributes["first_lemma"] == "흘리/VV"

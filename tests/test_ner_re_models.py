@@ -1,0 +1,106 @@
+"""NER CRF and RE classifier: features on awkward text, IOB2 repair, planted patterns, persistence."""
+from __future__ import annotations
+
+import random
+from array import array
+
+import numpy as np
+
+from baselines.driver import versions
+from baselines.persistence import load_model, save_model
+from baselines.registry import get_task
+from baselines.tasks.ner import CharacterCRF, NerSentence, character_features, repair_iob2
+from baselines.tasks.re import Entity, ReExample, RelationClassifier
+from features.analysis import analyze
+from features.morphemes import Analysis
+
+
+def test_character_features_on_mixed_scripts_and_zero_length_morpheme():
+    text = "BTS는 2021년 漢字 😀"
+    rows = character_features(text, analyze([text])[0])
+    assert len(rows) == len(text)
+    assert rows[0]["k"] == "UP" and rows[0]["c+1"] == "T"
+    assert rows[text.index("2")]["k"] == "DG" and rows[text.index("漢")]["k"] == "HJ"
+    assert rows[text.index(" ")]["k"] == "SP" and "mt" not in rows[text.index(" ")]
+    # A hand-made analysis whose second morpheme has no characters: features still cover every character.
+    zero = Analysis("가나", ["가", "ㄴ", "나"], ["NNG", "ETM", "NNG"], array("i", [0, 1, 1]), array("i", [1, 1, 2]))
+    rows = character_features("가나", zero)
+    assert [r["mf"] for r in rows] == ["가", "나"]
+
+
+def test_iob2_repair():
+    assert repair_iob2(["I-PS", "I-PS", "O", "I-LC", "B-OG", "I-DT"]) == ["B-PS", "I-PS", "O", "B-LC", "B-OG", "B-DT"]
+    assert repair_iob2(["B-PS", "I-PS"]) == ["B-PS", "I-PS"]
+
+
+NAMES = ["김철수", "이영희", "박민수", "최지우", "정하늘", "강다은"]
+PLACES = ["서울", "부산", "대구", "광주", "대전", "울산"]
+
+
+def planted_sentences(count: int, seed: int) -> list[NerSentence]:
+    rng = random.Random(seed)
+    records = []
+    for index in range(count):
+        name, place = rng.choice(NAMES), rng.choice(PLACES)
+        text = f"{name} 씨는 어제 {place}에 갔다."
+        tags = ["O"] * len(text)
+        tags[0] = "B-PS"
+        tags[1:len(name)] = ["I-PS"] * (len(name) - 1)
+        start = text.index(place, len(name))
+        tags[start] = "B-LC"
+        tags[start + 1:start + len(place)] = ["I-LC"] * (len(place) - 1)
+        records.append(NerSentence(f"n{seed}-{index}", text, tags))
+    return records
+
+
+def test_crf_learns_planted_entities_and_persists(tmp_path):
+    train = planted_sentences(40, seed=1)
+    model = CharacterCRF(max_iterations=50).fit(train, [r.tags for r in train])
+    test = [NerSentence("t", "홍길동 씨는 어제 인천에 갔다.")]
+    predicted = model.predict(test)[0]
+    assert get_task("ner").predict(model, test)[0]["entities"] == [
+        {"start": 0, "end": 3, "type": "PS", "text": "홍길동"}, {"start": 10, "end": 12, "type": "LC", "text": "인천"}]
+    assert predicted[:3] == ["B-PS", "I-PS", "I-PS"]
+    train_file = tmp_path / "train.tsv"
+    train_file.write_text("", encoding="utf-8")
+    save_model(tmp_path / "ner.joblib", model, "ner", "crf", [train_file], versions())
+    loaded, _ = load_model(tmp_path / "ner.joblib", "ner", versions())
+    assert loaded.predict(test) == model.predict(test)
+
+
+def planted_relations(count: int, seed: int) -> list[ReExample]:
+    rng = random.Random(seed)
+    records = []
+    for index in range(count):
+        person, place = rng.choice(NAMES), rng.choice(PLACES)
+        if index % 2:
+            sentence, label = f"{person}은 {place}에서 태어났다.", "per:place_of_birth"
+        else:
+            sentence, label = f"{person}은 {place}에 여행을 갔다.", "no_relation"
+        start = sentence.index(place)
+        records.append(ReExample(f"r{seed}-{index}", sentence, Entity(person, 0, len(person) - 1, "PER"),
+                                 Entity(place, start, start + len(place) - 1, "LOC"), label))
+    return records
+
+
+def test_relation_classifier_learns_planted_trigger_and_probabilities(tmp_path):
+    train = planted_relations(40, seed=2)
+    model = RelationClassifier(C=5.0).fit(train, [r.label for r in train])
+    test = planted_relations(10, seed=3)
+    assert list(model.predict(test)) == [r.label for r in test]
+    relations = get_task("re").load_resources({"relation_list.json": _relation_list(tmp_path)})["relations"]
+    rows = get_task("re").predict(model, test)
+    assert all(abs(sum(row["probs"].values()) - 1) < 1e-4 for row in rows)
+    scored = get_task("re").score(test, rows, {"relations": relations})
+    assert scored["micro_f1"] == 100.0 and "auprc" in scored
+    train_file = tmp_path / "train.json"
+    train_file.write_text("[]", encoding="utf-8")
+    save_model(tmp_path / "re.joblib", model, "re", "features-lr", [train_file], versions())
+    loaded, _ = load_model(tmp_path / "re.joblib", "re", versions())
+    assert np.array_equal(loaded.predict_proba(test), model.predict_proba(test))
+
+
+def _relation_list(tmp_path):
+    from baselines.datafiles import sample_dir
+
+    return sample_dir() / "klue-re-v1.1" / "relation_list.json"
