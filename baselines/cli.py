@@ -60,6 +60,8 @@ train_option = click.option("--train", "train_file", type=click.Path(dir_okay=Fa
 dev_option = click.option("--dev", "dev_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
                           help="Evaluation file instead of the official dev file.")
 seed_option = click.option("--seed", default=0, show_default=True, help="Random seed of models and folds.")
+pos_option = click.option("--pos", type=click.Choice(["gold", "kiwi"]), default=None,
+                          help="DP: parse with the data's POS (gold, the default) or with Kiwi's (kiwi).")
 model_name_option = click.option("--model", "model_name", default=None,
                                  help="Model to train: the task's default, or 'trivial' for the floor.")
 
@@ -134,13 +136,14 @@ def _data(task: TaskSpec, out: Console, data_dir, train_file, dev_file) -> drive
 @train_option
 @model_name_option
 @seed_option
+@pos_option
 @click.pass_context
 @friendly_errors
-def train(ctx, task: str, out_path: Path | None, data_dir, train_file, model_name, seed: int) -> None:
+def train(ctx, task: str, out_path: Path | None, data_dir, train_file, model_name, seed: int, pos) -> None:
     """Train a model on the training file and save it with joblib."""
     spec, out = get_task(task), console(ctx)
     data = _data(spec, out, data_dir, train_file, None)
-    name, model = _fit_on_training_data(spec, out, data, model_name, seed)
+    name, model = _fit_on_training_data(spec, out, data, _model_from_pos(spec, model_name, pos), seed)
     path = out_path or Path(f"{task}.joblib")
     save_model(path, model, task, name, [_training_file(spec, data)], driver.versions())
     click.echo(f"saved {name} model for {task} to {path}")
@@ -162,12 +165,24 @@ def _fit_on_training_data(spec: TaskSpec, out: Console, data: driver.TaskData, m
     return name, model.fit(records, spec.targets(records))
 
 
-def _model_for(spec: TaskSpec, out: Console, model_path: Path | None, data: driver.TaskData, seed: int):
+def _model_for(spec: TaskSpec, out: Console, model_path: Path | None, data: driver.TaskData, seed: int,
+               model_name: str | None = None):
     """A saved model when --model is given, else one fitted on the training data."""
     if model_path is not None:
         model, metadata = load_model(model_path, spec.code, driver.versions())
         return metadata["model"], model
-    return _fit_on_training_data(spec, out, data, None, seed)
+    return _fit_on_training_data(spec, out, data, model_name, seed)
+
+
+def _model_from_pos(spec: TaskSpec, model_name: str | None, pos: str | None) -> str | None:
+    """--pos kiwi: the DP parser that reads Kiwi's lemmas and POS instead of the annotated ones."""
+    if pos is None:
+        return model_name
+    if spec.code != "dp":
+        raise driver.UsageError("--pos applies to dp only")
+    if model_name is not None:
+        raise driver.UsageError("give --pos or --model, not both")
+    return "mst-kiwi" if pos == "kiwi" else "mst"
 
 
 def _print_metrics(metrics: dict[str, float], headline: tuple[str, ...]) -> None:
@@ -215,17 +230,27 @@ def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, seed: i
 @data_dir_option
 @train_option
 @seed_option
+@pos_option
+@click.option("--format", "output_format", type=click.Choice(["jsonl", "tsv"]), default="jsonl", show_default=True,
+              help="tsv: the official KLUE TSV layout (DP only).")
 @click.pass_context
 @friendly_errors
-def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir, train_file, seed: int) -> None:
+def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir, train_file, seed: int,
+            pos: str | None, output_format: str) -> None:
     """Predict raw or official-format input; one JSON object per record (format in the README)."""
     spec, out = get_task(task), console(ctx)
+    if output_format == "tsv" and (spec.write_tsv is None or output_path is None):
+        raise driver.UsageError("--format tsv needs --output FILE and is available for: "
+                                + ", ".join(t.code for t in all_tasks() if t.write_tsv))
     loader = spec.load_input or spec.load
     records = loader(input_path)
     data = driver.TaskData(None, None, {}, "none") if model_path else _data(spec, out, data_dir, train_file, None)
-    _name, model = _model_for(spec, out, model_path, data, seed)
+    _name, model = _model_for(spec, out, model_path, data, seed, _model_from_pos(spec, None, pos))
     rows = spec.predict(model, records)
-    if output_path:
+    if output_format == "tsv":
+        spec.write_tsv(output_path, records, rows)
+        out.log(f"{len(rows)} parsed sentences written to {output_path}")
+    elif output_path:
         write_jsonl_atomic(output_path, rows)
         out.log(f"{len(rows)} predictions written to {output_path}")
     else:
@@ -242,12 +267,13 @@ def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir,
 @click.option("--cv", default=0, type=click.IntRange(min=0), help="Cross-fit K folds over the evaluation file "
               "(grouped by passage for MRC, by dialogue for WoS); the training file, if any, joins every fold.")
 @seed_option
+@pos_option
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where to write <task>.json and README.md (default: ./results; with the shipped sample, "
                    "nothing is written unless this is given).")
 @click.pass_context
 @friendly_errors
-def run(ctx, task_codes, model_name, data_dir, train_file, dev_file, cv: int, seed: int, results_dir) -> None:
+def run(ctx, task_codes, model_name, data_dir, train_file, dev_file, cv: int, seed: int, pos, results_dir) -> None:
     """Train and evaluate (all tasks by default), print the table and record results/."""
     out = console(ctx)
     codes = task_codes or TASK_CODES
@@ -258,7 +284,8 @@ def run(ctx, task_codes, model_name, data_dir, train_file, dev_file, cv: int, se
         spec = get_task(code)
         data = _data(spec, out, data_dir, train_file, dev_file)
         sample_used |= data.is_sample
-        record = driver.evaluate_task(spec, data, model_name=model_name, seed=seed, cv=cv, log=out.log)
+        record = driver.evaluate_task(spec, data, model_name=_model_from_pos(spec, model_name, pos), seed=seed,
+                                      cv=cv, log=out.log)
         record["command"] = command_line()
         records[code] = record
         out.log(f"{code}: " + ", ".join(f"{k} {v:.2f}" for k, v in record["headline"].items())
@@ -367,6 +394,8 @@ def _read_predictions(spec: TaskSpec, path: Path) -> list[dict]:
         if converted is not None:
             return converted
     if not looks_like_jsonl(path):
+        if spec.predictions_from_path is not None:
+            return spec.predictions_from_path(path)
         raise DataError(path, None, "expected JSONL with one prediction per line"
                         + (" or a {question_id: answer} object" if spec.code == "mrc" else ""))
     return [row for _number, row in read_jsonl(path)]

@@ -43,6 +43,8 @@ class TaskSpec:
     load_resources: Callable[[dict[str, Path]], dict] = field(default=lambda files: {})
     group: Callable[[Any], str] | None = None
     predictions_from_json: Callable[[Any], list[dict] | None] = field(default=lambda data: None)
+    predictions_from_path: Callable[[Path], list[dict]] | None = None  # a task's own prediction file format
+    write_tsv: Callable[[Path, Sequence, Sequence[dict]], None] | None = None  # the official TSV, where one exists
     record_id: Callable[[Any], str] = field(default=lambda record: record.guid)
 
     def official_files(self) -> tuple[str, ...]:

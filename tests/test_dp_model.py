@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -89,3 +90,42 @@ def test_eojeol_attributes_skip_final_punctuation():
     attributes = eojeol_attributes(DpWord("흘렸다.", "흘리 었 다 .", "VV+EP+EF+SF"))
     assert attributes["last_pos"] == "EF" and attributes["last_lemma"] == "다/EF"
     assert attributes["first_lemma"] == "흘리/VV"
+
+
+def test_kiwi_pos_replaces_annotated_lemmas_and_tags():
+    from baselines.tasks.dp import with_kiwi_pos
+
+    sentence = planted_sentence("k", ["학생", "책", "도서관"])
+    converted = with_kiwi_pos([sentence])[0]
+    assert [w.form for w in converted.words] == [w.form for w in sentence.words]
+    assert converted.words[0].pos.startswith("NNG") and converted.words[0].pos.endswith("JKS")
+    assert converted.words[3].pos.split("+")[0] == "VV" and converted.words[3].head == 0
+
+
+def test_predict_dp_raw_text_as_official_tsv_and_score_it(tmp_path):
+    from click.testing import CliRunner
+
+    from baselines.cli import main
+    from baselines.datafiles import sample_dir
+    from baselines.registry import get_task
+
+    runner = CliRunner()
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text('{"guid": "s1", "text": "학생이 책을 도서관에서 봤다."}\n', encoding="utf-8")
+    output = tmp_path / "raw.tsv"
+    result = runner.invoke(main, ["-q", "predict", "dp", "--pos", "kiwi", "--input", str(raw), "--output",
+                                  str(output), "--format", "tsv"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    parsed = get_task("dp").load(output)
+    assert [w.form for w in parsed[0].words] == ["학생이", "책을", "도서관에서", "봤다."]
+    assert sum(w.head == 0 for w in parsed[0].words) == 1
+
+    gold = sample_dir() / "klue-dp-v1.1" / "klue-dp-v1.1_dev.tsv"
+    predicted = tmp_path / "dev.tsv"
+    result = runner.invoke(main, ["-q", "predict", "dp", "--input", str(gold), "--output", str(predicted),
+                                  "--format", "tsv"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    scored = runner.invoke(main, ["-q", "score", "dp", "--gold", str(gold), "--predictions", str(predicted), "--json"],
+                           catch_exceptions=False)
+    assert scored.exit_code == 0, scored.output
+    assert json.loads(scored.output)["metrics"]["uas_micro_f1"] > 50

@@ -12,8 +12,10 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.linear_model import LogisticRegression
 
 from baselines import scoring
-from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, require
+from baselines.dataio import DataError, atomic_output, looks_like_jsonl, read_tsv_blocks, require
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
+from features.analysis import analyze
+from features.morphemes import eojeol_spans
 from features.trees import max_spanning_tree
 
 LABELS = scoring.DP_LABELS
@@ -236,8 +238,9 @@ class MstParser(BaseEstimator):
     decoded with Chu-Liu-Edmonds (non-projective, one root); relations by logistic regression."""
 
     def __init__(self, epochs: int = 6, dimension: int = 2 ** 22, min_count: int = 1, label_C: float = 1.0,
-                 random_state: int = 0):
+                 pos: str = "gold", random_state: int = 0):
         self.epochs = epochs
+        self.pos = pos
         self.dimension = dimension
         self.min_count = min_count
         self.label_C = label_C
@@ -250,7 +253,17 @@ class MstParser(BaseEstimator):
         scores[heads, dependents] = weights[features].sum(axis=1)
         return max_spanning_tree(scores)
 
+    def _inputs(self, records: Sequence[DpSentence]) -> Sequence[DpSentence]:
+        """The sentences as the parser sees them: with the data's lemmas and POS ('gold'), or with Kiwi's
+        ('kiwi', also used for any sentence that has none, such as raw text)."""
+        if self.pos not in ("gold", "kiwi"):
+            raise ValueError(f"pos must be 'gold' or 'kiwi', not {self.pos!r}")
+        if self.pos == "gold" and all(w.pos for r in records for w in r.words):
+            return records
+        return with_kiwi_pos(records)
+
     def fit(self, records: Sequence[DpSentence], y=None) -> "MstParser":
+        records = self._inputs(records)
         counts = Counter(f"{name}={value}" for sentence in records for word in sentence.words
                          for name, value in eojeol_attributes(word).items())
         vocabulary = {key: index for index, key in
@@ -293,7 +306,7 @@ class MstParser(BaseEstimator):
 
     def predict(self, records: Sequence[DpSentence]) -> list[tuple[list[int], list[str]]]:
         parsed, rows = [], []
-        for sentence in records:
+        for sentence in self._inputs(records):
             heads = self._decode(self.weights_, sentence, self.featurizer_.arcs(sentence))
             parsed.append([int(h) for h in heads[1:]])
             attributes = [ROOT] + [eojeol_attributes(w) for w in sentence.words]
@@ -306,13 +319,59 @@ def mst_parser(random_state: int = 0, resources: dict | None = None) -> MstParse
     return MstParser(random_state=random_state)
 
 
+def mst_parser_kiwi_pos(random_state: int = 0, resources: dict | None = None) -> MstParser:
+    return MstParser(pos="kiwi", random_state=random_state)
+
+
+def with_kiwi_pos(records: Sequence[DpSentence]) -> list[DpSentence]:
+    """Copies of the sentences whose eojeols carry Kiwi's lemmas and POS (Sejong tags, '+'-joined, as in
+    the data) instead of the annotated ones; heads and relations are kept."""
+    analyses = analyze(r.text for r in records)
+    converted = []
+    for sentence, analysis in zip(records, analyses):
+        spans = eojeol_spans(sentence.text)
+        if len(spans) != len(sentence.words):  # the header text does not split like the rows: use the forms
+            text = " ".join(w.form for w in sentence.words)
+            analysis, spans = analyze([text])[0], eojeol_spans(text)
+        lemmas: list[list[str]] = [[] for _ in spans]
+        tags: list[list[str]] = [[] for _ in spans]
+        for form, tag, eojeol in zip(analysis.forms, analysis.sejong_tags, analysis.eojeols):
+            lemmas[eojeol].append(form)
+            tags[eojeol].append(tag)
+        words = [DpWord(w.form, " ".join(lemma) or w.form, "+".join(tag) or "NA", w.head, w.deprel)
+                 for w, lemma, tag in zip(sentence.words, lemmas, tags)]
+        converted.append(DpSentence(sentence.guid, sentence.text, words))
+    return converted
+
+
+def write_tsv(path: Path, records: Sequence[DpSentence], predictions: Sequence[dict]) -> None:
+    """Predictions in the official DP TSV layout: '## guid<TAB>text', then INDEX WORD_FORM LEMMA POS
+    HEAD DEPREL per eojeol (lemma and POS as given in the input, or Kiwi's for raw text)."""
+    shown = records if all(w.pos for r in records for w in r.words) else with_kiwi_pos(records)
+    with atomic_output(path) as handle:
+        handle.write(f"## 칼럼명 : {COLUMNS.replace(' ', chr(9))}\n")
+        for sentence, prediction in zip(shown, predictions):
+            handle.write(f"## {sentence.guid}\t{sentence.text}\n")
+            for index, (word, head, deprel) in enumerate(zip(sentence.words, prediction["heads"],
+                                                             prediction["deprels"]), start=1):
+                handle.write(f"{index}\t{word.form}\t{word.lemma}\t{word.pos}\t{head}\t{deprel}\n")
+            handle.write("\n")
+
+
+def predictions_from_tsv(path: Path) -> list[dict]:
+    """Predictions given as an official DP TSV file (as `predict dp --format tsv` writes)."""
+    return [{"guid": r.guid, "heads": [w.head for w in r.words], "deprels": [w.deprel for w in r.words]}
+            for r in load(path)]
+
+
 TASK = TaskSpec(
     code="dp", title="DP dependency parsing", folder="klue-dp-v1.1",
     train_file="klue-dp-v1.1_train.tsv", dev_file="klue-dp-v1.1_dev.tsv",
     texts=lambda records: [r.text for r in records],
     load=load, load_input=load_input, targets=targets,
-    models={"mst": mst_parser, "trivial": attach_to_next}, default_model="mst",
+    models={"mst": mst_parser, "mst-kiwi": mst_parser_kiwi_pos, "trivial": attach_to_next}, default_model="mst",
     predict=predict, score=score, headline=("uas_micro_f1", "las_micro_f1", "uas_macro_f1", "las_macro_f1"),
+    predictions_from_path=predictions_from_tsv, write_tsv=write_tsv,
     prediction_example='{"guid": "klue-dp-v1_dev_00000_wikitree", "heads": [2, 6, 4, 6, 6, 0], '
                        '"deprels": ["NP", "NP_SBJ", "NP_MOD", "NP_AJT", "NP_OBJ", "VP"]}',
 )
