@@ -85,7 +85,7 @@ def check_labels(predictions: Sequence[dict], key: str, allowed: Sequence[str]) 
     return [p[key] for p in predictions]
 
 
-def labels_from(path: Path, records: list, allowed: Sequence[str], field_name: str = "label") -> None:
+def check_gold_labels(path: Path, records: list, allowed: Sequence[str], field_name: str = "label") -> None:
     """Reject a record whose gold label is outside the task's label set, naming it."""
     for record in records:
         value = getattr(record, field_name)

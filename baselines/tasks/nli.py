@@ -15,8 +15,8 @@ from sklearn.linear_model import LogisticRegression
 
 from baselines import scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
-from baselines.taskspec import (TaskSpec, align_predictions, check_labels, jsonl_records,
-                                label_predictions, labels_from)
+from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, jsonl_records,
+                                label_predictions)
 from features.analysis import analyze
 from features.pairs import cross_tokens, overlap_features
 from features.vectorize import MorphemeNgrams
@@ -44,7 +44,7 @@ def load(path: Path) -> list[NliExample]:
             hypothesis=require(row, "hypothesis", str, path, where),
             label=row.get("gold_label"), source=row.get("source"),
         ))
-    labels_from(path, records, LABELS)
+    check_gold_labels(path, records, LABELS)
     return records
 
 

@@ -14,10 +14,10 @@ from sklearn.pipeline import FeatureUnion
 
 from baselines import scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, jsonl_records,
+                                label_predictions)
 from features.analysis import analyze
 from features.vectorize import CharacterNgrams, MorphemeNgrams
-from baselines.taskspec import (TaskSpec, align_predictions, check_labels, jsonl_records,
-                                label_predictions, labels_from)
 
 LABELS = ("IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치")
 
@@ -41,7 +41,7 @@ def load(path: Path) -> list[YnatExample]:
             title=require(row, "title", str, path, where),
             label=row.get("label"), url=row.get("url"), date=row.get("date"),
         ))
-    labels_from(path, records, LABELS)
+    check_gold_labels(path, records, LABELS)
     return records
 
 
