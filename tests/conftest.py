@@ -30,20 +30,22 @@ def private_analysis_cache(tmp_path_factory):
             os.environ[key] = value
 
 
+def shared_folder(name: str, what: str) -> Path:
+    """A folder of ../shared, or a skip that says what is missing and why."""
+    path = SHARED / name
+    if not path.is_dir():
+        pytest.skip(f"{what} in {path} are absent (they are not part of the repository)")
+    return path
+
+
 @pytest.fixture(scope="session")
 def shared_klue() -> Path:
-    path = SHARED / "klue"
-    if not path.is_dir():
-        pytest.skip(f"the KLUE copies in {path} are absent (they are not part of the repository)")
-    return path
+    return shared_folder("klue", "the KLUE copies")
 
 
 @pytest.fixture(scope="session")
 def metric_vectors() -> Path:
-    path = SHARED / "klue-metric-vectors"
-    if not path.is_dir():
-        pytest.skip(f"the reference metric vectors in {path} are absent (they are not part of the repository)")
-    return path
+    return shared_folder("klue-metric-vectors", "the reference metric vectors")
 
 
 def write_json(path: Path, data) -> Path:
