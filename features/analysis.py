@@ -32,7 +32,20 @@ def _columns(text: str, tokens) -> Analysis:
     if min(starts) < 0 or max(ends) > len(text):  # never seen, but offsets must fit the text
         starts = array("i", [min(max(s, 0), len(text)) for s in starts])
         ends = array("i", [min(max(e, s), len(text)) for s, e in zip(starts, ends)])
+    if not all(map(operator.le, starts, starts[1:])):
+        starts = _ordered_starts(starts)
     return Analysis(text, forms, tags, starts, ends)
+
+
+def _ordered_starts(starts: array) -> array:
+    """Kiwi restores contractions with offsets out of order: '냬' -> 냐고 [0,1), 하 [1,1), 어 [0,1).
+    Pulling each start back to the next morpheme's start makes the morphemes of a contraction share its
+    characters (all three cover '냬') and keeps spans in text order; ends are unchanged."""
+    ordered = array("i", starts)
+    for index in range(len(ordered) - 2, -1, -1):
+        if ordered[index] > ordered[index + 1]:
+            ordered[index] = ordered[index + 1]
+    return ordered
 
 
 @dataclass
@@ -80,7 +93,7 @@ class MorphemeAnalyzer:
             model_version = kiwipiepy_model.__version__
         except ImportError:
             model_version = "unknown"
-        return f"kiwipiepy={kiwipiepy.__version__};model={model_version};tokenize=default;format=2"
+        return f"kiwipiepy={kiwipiepy.__version__};model={model_version};tokenize=default;format=3"
 
     @property
     def cache(self) -> AnalysisCache | None:

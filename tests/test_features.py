@@ -73,6 +73,15 @@ def test_restored_forms_and_shared_offsets():
     assert analysis.surfaces[0] == "됐"
 
 
+def test_contraction_with_out_of_order_offsets_shares_its_syllable():
+    # Kiwi gives 냐고 [0,1), 하 [1,1), 어 [0,1) for '냬'; the spans must stay in text order.
+    for text in ("냬", "그냬"):
+        analysis = analyze([text])[0]
+        check_analysis(analysis)
+    analysis = analyze(["그냬"])[0]
+    assert [(s, e) for s, e in zip(analysis.starts, analysis.ends)][1:] == [(1, 2), (1, 2), (1, 2)]
+
+
 def test_zero_length_morpheme_is_placed_where_it_sits():
     analysis = Analysis("가나 다", ["가", "ㄴ", "나", "다"], ["NNG", "ETM", "NNG", "NNG"],
                         array("i", [0, 1, 1, 3]), array("i", [1, 1, 2, 4]))
