@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from baselines import datafiles, driver
+from baselines import driver
 from baselines.taskspec import TaskSpec
 from features.analysis import MorphemeAnalyzer
 
@@ -83,7 +83,3 @@ def bench_analysis(texts: list[str], num_workers: int | None = None, rounds: int
         "peak_rss_mb": round(driver.peak_rss_mb(), 1),
         "versions": driver.versions(),
     }
-
-
-def default_bench_dir(data_dir: Path | None) -> Path:
-    return datafiles.configured_data_dir(data_dir) or datafiles.user_cache_dir()

@@ -114,7 +114,7 @@ def tasks(data_dir: Path | None) -> None:
 def download(ctx: click.Context, task_codes: tuple[str, ...], data_dir: Path | None, mirror: str | None) -> None:
     """Fetch and verify the official KLUE v1.1 files (all tasks by default)."""
     out = console(ctx)
-    target = datafiles.configured_data_dir(data_dir) or datafiles.user_cache_dir()
+    target = datafiles.download_dir(data_dir)
     chosen = [get_task(code) for code in (task_codes or TASK_CODES)]
     written = datafiles.download(chosen, target, mirror=mirror, progress=out.progress, log=out.log)
     click.echo(f"{len(written)} files ready in {target}")
@@ -365,7 +365,7 @@ def bench() -> None:
 def bench_analysis_command(ctx, task_codes, data_dir, limit, results_dir: Path) -> None:
     """Characters per second: raw Kiwi, this layer with a cold cache, with a warm cache."""
     out = console(ctx)
-    folder = bench_module.default_bench_dir(data_dir)
+    folder = datafiles.download_dir(data_dir)
     texts, files = bench_module.collect_texts([get_task(c) for c in (task_codes or TASK_CODES)], folder, out.log)
     if not texts:
         raise driver.UsageError(f"no KLUE text found under {folder}")

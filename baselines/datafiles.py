@@ -56,6 +56,11 @@ def configured_data_dir(data_dir: str | os.PathLike | None) -> Path | None:
     return None
 
 
+def download_dir(data_dir: str | os.PathLike | None) -> Path:
+    """Where downloaded files go and are looked for: the configured data dir, else the per-user cache."""
+    return configured_data_dir(data_dir) or user_cache_dir()
+
+
 def _name_variants(folder: str, name: str) -> list[tuple[str, str]]:
     """Where a file may sit under a data dir: the v1.1 layout (folder/name), flat, and the v1 names."""
     old_folder, old_name = folder.replace("-v1.1", "-v1"), name.replace("-v1.1", "-v1")

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from features.morphemes import Analysis
-from features.tags import to_sejong
-from features.vectorize import CONTENT_TAGS
+from features.vectorize import morpheme_tokens
 
 # Morphemes that negate or forbid (안/못 + predicate, -지 않다/못하다/말다, 없다, 아니다, 금지, 불가).
 NEGATION_FORMS = frozenset({"않", "안", "못", "없", "아니", "말", "금지", "불가", "불가능", "아무"})
@@ -15,7 +14,7 @@ TIME_FORMS = frozenset({"어제", "오늘", "내일", "과거", "미래", "전",
 
 
 def content_forms(analysis: Analysis) -> list[str]:
-    return [form.lower() for form, tag in zip(analysis.forms, analysis.tags) if to_sejong(tag) in CONTENT_TAGS]
+    return morpheme_tokens(analysis, with_tags=False, content_only=True)
 
 
 def numbers(analysis: Analysis) -> set[str]:

@@ -15,7 +15,6 @@ from features.align import char_to_eojeol, char_to_morpheme
 from features.analysis import analyze
 from features.characters import char_class, shape
 from features.morphemes import Analysis, eojeol_spans
-from features.tags import to_sejong
 
 TAGS = scoring.NER_TAGS
 
@@ -143,7 +142,7 @@ def character_features(text: str, analysis: Analysis) -> list[dict[str, str]]:
     morpheme_of = char_to_morpheme(analysis)
     eojeol_of = char_to_eojeol(text)
     words = eojeol_spans(text)
-    tags = [to_sejong(tag) for tag in analysis.tags]
+    tags = analysis.sejong_tags
     stems = eojeol_stems(text, analysis, tags)
     stem_texts = [text[s:e] if e - s <= 12 else "<long>" for s, e in stems]
     word_shapes = [shape(text[s:e]) for s, e in words]
