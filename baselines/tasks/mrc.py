@@ -1,15 +1,26 @@
 """MRC: extractive reading comprehension; a third of the questions have no answer in the passage."""
 from __future__ import annotations
 
+import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold, cross_val_predict
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_json, require
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
+from features.analysis import analyze
+from features.morphemes import Analysis, eojeol_spans
+from features.pairs import char_ngrams
+from features.passages import content_set, matched_share, sentence_ids, sentence_weights
 
 
 @dataclass
@@ -132,12 +143,459 @@ def empty_answer(random_state: int = 0, resources: dict | None = None) -> EmptyA
     return EmptyAnswerReader()
 
 
+# What a question asks for, from its wh-word or the noun it asks about ('어느 나라' -> place).
+QUESTION_TYPES = ("person", "place", "time", "quantity", "reason", "manner", "thing", "other")
+_TYPE_WORDS = {
+    "person": {"누구", "사람", "인물", "선수", "감독", "작가", "배우", "가수", "대통령", "왕", "회장", "대표", "저자",
+               "작곡가", "주인공", "장관", "의원", "학자", "화가"},
+    "place": {"어디", "곳", "장소", "지역", "나라", "국가", "도시", "위치", "소재지", "지방", "섬", "역", "지점"},
+    "time": {"언제", "날짜", "날", "연도", "년도", "시기", "시간", "해", "요일", "시점", "기간", "시각", "세기"},
+    "quantity": {"얼마", "몇", "금액", "가격", "액수", "비율", "개수", "규모", "인원", "나이", "수치", "비용", "점수",
+                 "순위", "높이", "길이", "무게", "거리", "속도", "인구", "매출", "숫자"},
+    "reason": {"왜", "이유", "원인", "까닭", "계기"},
+    "manner": {"어떻", "방법", "방식"},
+    "thing": {"무엇", "뭐", "이름", "명칭", "제목"},
+}
+_WORD_TYPE = {word: kind for kind, words in _TYPE_WORDS.items() for word in words}
+_WH_WORDS = frozenset({"누구", "어디", "언제", "얼마", "몇", "왜", "어떻", "무엇", "뭐", "어떤", "어느"})
+_NOUN_TAGS = frozenset({"NNG", "NNP", "NNB", "NP", "NR"})
+_SYMBOL_TAGS = frozenset({"SF", "SP", "SS", "SE", "SO", "SW"})
+_FUNCTIONAL = frozenset({"VCP", "VCN", "XSV", "XSA"})
+_NOMINAL = frozenset({"NNG", "NNP", "NNB", "NR", "SN", "SL", "SH", "XSN"})
+
+# What follows a candidate inside its eojeol: the particle tells its role (subject, object, place ...).
+_NEXT_KINDS = ("JKS", "JKO", "JKB", "JX", "JKG", "JC", "J", "VCP", "E", "SYM", "END", "OTHER")
+_SPAN_KINDS = ("number", "date", "counted", "proper", "latin", "quoted", "last_NNP", "last_NNG", "last_NNB",
+               "last_SN", "last_SL", "last_XSN", "last_SS", "last_other", "after_adnominal", "after_genitive")
+_BASE_FEATURES = (
+    "sentence_share", "sentence_relative", "sentence_rank0", "sentence_rank1", "sentence_rank2",
+    "left3", "right3", "left10", "right10", "sentence_rest", "nearest_left", "nearest_right", "span_in_question",
+    "span_is_question_text", "focus_after", "focus_in_span", "focus_before", "wh_particle_match",
+    "eojeols1", "eojeols2", "eojeols3", "eojeols4", "log_chars", "log_occurrences", "sentence_start",
+    "bias_any", "left_extendable", "right_extendable", "weighted_proximity", "bigrams_left", "bigrams_right",
+    "span_bigrams_in_question", "head_predicate_in_question", "head_predicate_near", "modifier_in_question",
+)
+FEATURE_NAMES = (_BASE_FEATURES + tuple(f"span_{kind}" for kind in _SPAN_KINDS)
+                 + tuple(f"next_{kind}" for kind in _NEXT_KINDS)
+                 + tuple(f"{qtype}|{kind}" for qtype in QUESTION_TYPES for kind in _SPAN_KINDS + _NEXT_KINDS))
+_FEATURE_INDEX = {name: index for index, name in enumerate(FEATURE_NAMES)}
+
+
+@dataclass
+class QuestionView:
+    """What the reader knows of a question before scoring: its type, focus noun, content words and
+    their weights, the candidate spans (character offsets) and their feature rows."""
+    question_type: str
+    spans: list[tuple[int, int]]
+    features: np.ndarray  # (len(spans), len(FEATURE_NAMES)), float32
+    best_sentence_share: float
+    passage_share: float
+    question_words: int
+    missing_words: int  # question content morphemes that the passage does not have
+
+
+def question_type(question: Analysis) -> tuple[str, str | None, str]:
+    """(type, focus noun, the particle after the wh-word): '사고 비행기의 목적지는?' -> ('other', '목적지', '-');
+    '누가 ...?' -> ('person', None, 'JKS')."""
+    tags = question.sejong_tags
+    nouns = [i for i, tag in enumerate(tags) if tag in _NOUN_TAGS and question.forms[i] not in _WH_WORDS]
+    focus = question.forms[nouns[-1]] if nouns else None
+    wh = next((i for i, form in enumerate(question.forms) if form in _WH_WORDS), None)
+    particle = "-"
+    if wh is not None and wh + 1 < len(tags) and tags[wh + 1].startswith("J"):
+        particle = tags[wh + 1]
+    wh_form = question.forms[wh] if wh is not None else None
+    if wh_form in (None, "무엇", "뭐", "어떤", "어느") and focus in _WORD_TYPE:
+        return _WORD_TYPE[focus], focus, particle
+    return _WORD_TYPE.get(wh_form or "", "other"), focus, particle
+
+
+def _next_kind(tags: list[str], eojeols, last: int) -> str:
+    if last + 1 >= len(tags) or eojeols[last + 1] != eojeols[last]:
+        return "END"
+    tag = tags[last + 1]
+    if tag in ("JKS", "JKO", "JKB", "JX", "JKG", "JC", "VCP"):
+        return tag
+    if tag.startswith("J"):
+        return "J"
+    if tag.startswith("E"):
+        return "E"
+    return "SYM" if tag in _SYMBOL_TAGS else "OTHER"
+
+
+def _span_kinds(context: Analysis, tags: list[str], first: int, last: int) -> list[str]:
+    kinds = []
+    span_tags = tags[first:last + 1]
+    if "SN" in span_tags or "NR" in span_tags:
+        kinds.append("number")
+        forms = context.forms[first:last + 1]
+        if any(form in ("년", "월", "일", "시", "분") for form in forms):
+            kinds.append("date")
+        elif "NNB" in span_tags:
+            kinds.append("counted")
+    if "NNP" in span_tags:
+        kinds.append("proper")
+    if all(tag in ("SL", "SN") or tag in _SYMBOL_TAGS for tag in span_tags) and "SL" in span_tags:
+        kinds.append("latin")
+    if any(tag == "SS" for tag in span_tags):
+        kinds.append("quoted")
+    last_tag = span_tags[-1]
+    kinds.append(f"last_{last_tag}" if f"last_{last_tag}" in _FEATURE_INDEX else "last_other")
+    if first > 0:
+        if tags[first - 1] == "ETM":
+            kinds.append("after_adnominal")
+        elif tags[first - 1] == "JKG":
+            kinds.append("after_genitive")
+    return kinds
+
+
+def predicate_forms(analysis: Analysis) -> list[str | None]:
+    """For each morpheme that heads a predicate, its lexical form: the stem of a verb or adjective, or the
+    noun of a '-하다' verb ('번역하다' -> '번역'); None elsewhere."""
+    tags = analysis.sejong_tags
+    forms: list[str | None] = [None] * len(tags)
+    for index, tag in enumerate(tags):
+        if tag in ("VV", "VA"):
+            forms[index] = analysis.forms[index]
+        elif tag in ("XSV", "XSA") and index > 0 and tags[index - 1] in ("NNG", "XR"):
+            forms[index] = analysis.forms[index - 1]
+    return forms
+
+
+def _nearest(matched_eojeols: list[int], position: int, before: bool) -> float:
+    distances = [position - e for e in matched_eojeols if e < position] if before else \
+        [e - position for e in matched_eojeols if e > position]
+    return 1.0 / min(distances) if distances else 0.0
+
+
+def candidate_spans(context: Analysis, tags: list[str], sentences, keep: set[int], max_eojeols: int,
+                    max_chars: int) -> list[tuple[int, int]]:
+    """(first, last) morpheme indices of every candidate answer in the kept sentences: it starts at an
+    eojeol or after a symbol, stops before the particles, endings or symbols that close its last eojeol
+    ('서울에서' -> '서울'), spans at most max_eojeols eojeols and stays inside one sentence."""
+    eojeols = context.eojeols
+    size = len(tags)
+
+    def opens(i: int) -> bool:
+        return (i == 0 or eojeols[i] != eojeols[i - 1] or tags[i - 1] in _SYMBOL_TAGS) and \
+            not (tags[i][0] in "JE" or tags[i] in _FUNCTIONAL or tags[i] in ("SF", "SP", "SE"))
+
+    def closes(j: int) -> bool:
+        if tags[j][0] in "JE" or tags[j] in _FUNCTIONAL or tags[j] in ("SF", "SP", "SE", "SO"):
+            return False
+        if j + 1 == size or eojeols[j + 1] != eojeols[j]:
+            return True
+        following = tags[j + 1]
+        return following[0] in "JE" or following in _FUNCTIONAL or following in _SYMBOL_TAGS
+
+    ends = [j for j in range(size) if sentences[j] in keep and closes(j)]
+    spans = []
+    for first in range(size):
+        if sentences[first] not in keep or not opens(first):
+            continue
+        start = context.starts[first]
+        for last in ends:
+            if last < first or sentences[last] != sentences[first]:
+                continue
+            if eojeols[last] - eojeols[first] >= max_eojeols:
+                break
+            if 0 < context.ends[last] - start <= max_chars:
+                spans.append((first, last))
+    return spans
+
+
+def question_view(question: Analysis, context: Analysis, top_sentences: int, max_eojeols: int,
+                  max_chars: int) -> QuestionView:
+    """Candidates of one question and their features (a pure function of the two texts, so it is
+    memoised across the folds of a cross-fit)."""
+    qtype, focus, wh_particle = question_type(question)
+    query = content_set(question)
+    tags = context.sejong_tags
+    eojeols = context.eojeols
+    sentences = sentence_ids(context)
+    sentence_count = (max(sentences) + 1) if len(sentences) else 0
+    bounds = [[None, None] for _ in range(sentence_count)]
+    for index, sentence in enumerate(sentences):
+        if bounds[sentence][0] is None:
+            bounds[sentence][0] = index
+        bounds[sentence][1] = index + 1
+    sentence_words = [content_set(context, *bound) if bound[0] is not None else set() for bound in bounds]
+    weights = sentence_weights(query, sentence_words)
+    shares = [matched_share(words & query, weights) for words in sentence_words]
+    ranking = sorted(range(sentence_count), key=lambda s: (-shares[s], s))
+    rank_of = {sentence: rank for rank, sentence in enumerate(ranking)}
+    best = shares[ranking[0]] if ranking else 0.0
+    keep = set(ranking[:top_sentences])
+    passage_share = matched_share(set().union(*sentence_words) & query if sentence_words else set(), weights)
+
+    eojeol_count = (eojeols[-1] + 1) if len(eojeols) else 0
+    eojeol_words: list[set[str]] = [set() for _ in range(eojeol_count)]
+    eojeol_sentence = [0] * eojeol_count
+    for index in range(len(context)):
+        form = context.forms[index].lower()
+        if form in query:
+            eojeol_words[eojeols[index]].add(form)
+        eojeol_sentence[eojeols[index]] = sentences[index]
+    squeezed_question = "".join(question.text.split())
+    question_bigrams = char_ngrams(question.text, 2)
+    predicates = predicate_forms(context)
+    query_predicates = {form for form in predicate_forms(question) if form is not None} | query
+    eojeol_bounds = eojeol_spans(context.text)
+    total_weight = sum(weights.values())
+    focus_form = focus.lower() if focus else None
+
+    spans, rows = [], []
+    for first, last in candidate_spans(context, tags, sentences, keep, max_eojeols, max_chars):
+        start, end = context.starts[first], context.ends[last]
+        text = context.text[start:end]
+        e1, e2 = eojeols[first], eojeols[last]
+        sentence = sentences[first]
+
+        def window(low: int, high: int) -> set[str]:
+            return set().union(*(eojeol_words[e] for e in range(max(low, 0), min(high, eojeol_count))
+                                 if eojeol_sentence[e] == sentence))
+
+        span_words = content_set(context, first, last + 1)
+        rest = window(0, e1) | window(e2 + 1, eojeol_count)
+        matched = [e for e in range(eojeol_count) if eojeol_sentence[e] == sentence and eojeol_words[e]
+                   and not e1 <= e <= e2]
+        proximity = sum(weights[word] / (e1 - e if e < e1 else e - e2)
+                        for e in matched for word in eojeol_words[e])
+        left_text = context.text[eojeol_bounds[max(e1 - 3, 0)][0]:start]
+        right_text = context.text[end:eojeol_bounds[min(e2 + 3, eojeol_count - 1)][1]]
+        row = {
+            "sentence_share": shares[sentence], "sentence_relative": shares[sentence] / best if best else 0.0,
+            f"sentence_rank{min(rank_of[sentence], 2)}": 1.0,
+            "left3": matched_share(window(e1 - 3, e1), weights),
+            "right3": matched_share(window(e2 + 1, e2 + 4), weights),
+            "left10": matched_share(window(e1 - 10, e1), weights),
+            "right10": matched_share(window(e2 + 1, e2 + 11), weights),
+            "sentence_rest": matched_share(rest, weights),
+            "nearest_left": _nearest(matched, e1, True), "nearest_right": _nearest(matched, e2, False),
+            "span_in_question": len(span_words & query) / len(span_words) if span_words else 0.0,
+            "span_is_question_text": float("".join(text.split()) in squeezed_question),
+            f"eojeols{min(e2 - e1 + 1, 4)}": 1.0, "log_chars": math.log(end - start),
+            "log_occurrences": math.log(context.text.count(text)),
+            "sentence_start": float(first == 0 or sentences[first - 1] != sentence),
+            "bias_any": 1.0,
+            "weighted_proximity": proximity / total_weight if total_weight else 0.0,
+            "bigrams_left": len(char_ngrams(left_text, 2) & question_bigrams) / max(len(question_bigrams), 1),
+            "bigrams_right": len(char_ngrams(right_text, 2) & question_bigrams) / max(len(question_bigrams), 1),
+            # Answers are whole noun phrases: a bare noun just before or after the span means it is cut.
+            "left_extendable": float(first > 0 and eojeols[first - 1] != e1 and tags[first - 1] in _NOMINAL
+                                     and e1 - 1 >= 0 and eojeol_sentence[e1 - 1] == sentence),
+            "right_extendable": float((last + 1 == len(tags) or eojeols[last + 1] != e2) and last + 1 < len(tags)
+                                      and tags[last + 1] in _NOMINAL and sentences[last + 1] == sentence),
+        }
+        if focus_form:
+            after = [context.forms[i].lower() for i in range(last + 1, min(last + 4, len(context)))]
+            row["focus_after"] = float(focus_form in after)
+            row["focus_in_span"] = float(context.forms[last].lower() == focus_form)
+            row["focus_before"] = float(focus_form in window(e1 - 3, e1 + 1))
+        next_kind = _next_kind(tags, eojeols, last)
+        row[f"next_{next_kind}"] = 1.0
+        row[f"{qtype}|{next_kind}"] = 1.0
+        if wh_particle != "-" and next_kind == wh_particle:
+            row["wh_particle_match"] = 1.0
+        for kind in _span_kinds(context, tags, first, last):
+            row[f"span_{kind}"] = 1.0
+            row[f"{qtype}|{kind}"] = 1.0
+        span_bigrams = char_ngrams(text, 2)
+        row["span_bigrams_in_question"] = len(span_bigrams & question_bigrams) / max(len(span_bigrams), 1)
+        head = next((i for i in range(last + 1, len(tags)) if predicates[i] is not None), None)
+        if head is not None and sentences[head] == sentence:
+            row["head_predicate_in_question"] = float(predicates[head] in query_predicates)
+            row["head_predicate_near"] = 1.0 / (1 + eojeols[head] - e2)
+        if first > 0 and tags[first - 1] == "ETM":
+            modifier = next((i for i in range(first - 1, -1, -1) if predicates[i] is not None), None)
+            row["modifier_in_question"] = float(modifier is not None and predicates[modifier] in query_predicates)
+        spans.append((start, end))
+        rows.append(row)
+    features = np.zeros((len(rows), len(FEATURE_NAMES)), dtype=np.float32)
+    for number, row in enumerate(rows):
+        for name, value in row.items():
+            features[number, _FEATURE_INDEX[name]] = value
+    missing = len(query - set().union(*sentence_words)) if sentence_words else len(query)
+    return QuestionView(qtype, spans, features, best, passage_share, len(query), missing)
+
+
+class _ViewMemo:
+    """Question views by (question, context, candidate settings): cross-fitting builds the same view in
+    several folds, and building one costs more than scoring it. Bounded, oldest dropped first."""
+
+    def __init__(self, capacity: int = 4000):
+        self.capacity = capacity
+        self.entries: OrderedDict[tuple, QuestionView] = OrderedDict()
+
+    def get(self, key: tuple, build: Callable[[], QuestionView]) -> QuestionView:
+        if key in self.entries:
+            self.entries.move_to_end(key)
+            return self.entries[key]
+        view = self.entries[key] = build()
+        if len(self.entries) > self.capacity:
+            self.entries.popitem(last=False)
+        return view
+
+
+_VIEWS = _ViewMemo()
+_UNANSWERABLE, _WRONG, _CORRECT = 0, 1, 2
+
+
+class SpanRanker(BaseEstimator):
+    """Extractive reader: candidate spans from the sentences that match the question best, a linear
+    scorer trained pairwise (gold span against sampled negatives), and a no-answer decision on the best
+    span's score, margin and the question's coverage, with its threshold set by cross-validation on the
+    training questions."""
+
+    def __init__(self, C: float = 0.1, negatives: int = 40, top_sentences: int = 3, max_eojeols: int = 4,
+                 max_chars: int = 40, calibration_folds: int = 3, max_calibration_questions: int = 4000,
+                 random_state: int = 0):
+        self.C = C
+        self.negatives = negatives
+        self.top_sentences = top_sentences
+        self.max_eojeols = max_eojeols
+        self.max_chars = max_chars
+        self.calibration_folds = calibration_folds
+        self.max_calibration_questions = max_calibration_questions
+        self.random_state = random_state
+
+    def _views(self, records: Sequence[MrcQuestion]) -> list[QuestionView]:
+        questions = analyze(r.question for r in records)
+        contexts = analyze(r.context for r in records)
+        settings = (self.top_sentences, self.max_eojeols, self.max_chars)
+        return [_VIEWS.get((r.question, r.context) + settings,
+                           lambda q=q, c=c: question_view(q, c, *settings))
+                for r, q, c in zip(records, questions, contexts)]
+
+    def _fit_weights(self, views: Sequence[QuestionView], positives: Sequence[np.ndarray],
+                     rng: np.random.Generator) -> np.ndarray:
+        differences = []
+        for view, positive in zip(views, positives):
+            negative = np.flatnonzero(~positive)
+            if not positive.any() or not len(negative):
+                continue
+            sampled = rng.choice(negative, size=min(self.negatives, len(negative)), replace=False)
+            gold = np.flatnonzero(positive)[np.arange(len(sampled)) % positive.sum()]
+            differences.append(self.scaler_.transform(view.features[gold]) -
+                               self.scaler_.transform(view.features[sampled]))
+        if not differences:
+            raise ValueError("no training question has its answer among the candidate spans")
+        rows = np.vstack(differences)
+        signs = rng.random(len(rows)) < 0.5  # half the pairs reversed, so that both classes exist
+        rows[signs] *= -1
+        ranker = LogisticRegression(C=self.C, fit_intercept=False, max_iter=1000)
+        ranker.fit(rows, (~signs).astype(int))
+        return ranker.coef_[0]
+
+    def _scores(self, view: QuestionView, weights: np.ndarray) -> np.ndarray:
+        if not view.spans:
+            return np.zeros(0)
+        return self.scaler_.transform(view.features) @ weights
+
+    @staticmethod
+    def _question_features(view: QuestionView, scores: np.ndarray) -> np.ndarray:
+        ranked = np.sort(scores)[::-1]
+        top = ranked[0] if len(ranked) else 0.0
+        margin = ranked[0] - ranked[1] if len(ranked) > 1 else (1.0 if len(ranked) else 0.0)
+        probability = 1.0 / np.exp(scores - top).sum() if len(ranked) else 0.0
+        best = int(np.argmax(scores)) if len(scores) else 0
+        top_share = float(view.features[best, _FEATURE_INDEX["sentence_share"]]) if len(scores) else 0.0
+        values = [top, margin, probability, top_share, view.passage_share, math.log1p(len(scores)),
+                  math.log1p(view.question_words), math.log1p(view.missing_words)]
+        return np.array(values + [float(view.question_type == kind) for kind in QUESTION_TYPES])
+
+    @staticmethod
+    def _positives(view: QuestionView, context: str, answers: Sequence[str]) -> np.ndarray:
+        gold = {scoring.normalize_mrc_answer(answer) for answer in answers}
+        return np.array([scoring.normalize_mrc_answer(context[s:e]) in gold for s, e in view.spans], dtype=bool)
+
+    def fit(self, records: Sequence[MrcQuestion], y: Sequence[Sequence[str]]) -> "SpanRanker":
+        rng = np.random.default_rng(self.random_state)
+        views = self._views(records)
+        positives = [self._positives(v, r.context, answers) for v, r, answers in zip(views, records, y)]
+        self.scaler_ = StandardScaler().fit(np.vstack([v.features for v in views] +
+                                                      [np.zeros((1, len(FEATURE_NAMES)), np.float32)]))
+        self.weights_ = self._fit_weights(views, positives, rng)
+        self._fit_answer_decision(records, y, views, positives, rng)
+        return self
+
+    def _fit_answer_decision(self, records, y, views, positives, rng: np.random.Generator) -> None:
+        """Out-of-fold best spans of the training questions (folds by passage) teach when to answer."""
+        chosen = np.arange(len(records))
+        if len(chosen) > self.max_calibration_questions:
+            chosen = np.sort(rng.choice(chosen, self.max_calibration_questions, replace=False))
+        groups = [records[i].context for i in chosen]
+        folds = GroupKFold(n_splits=min(self.calibration_folds, len(set(groups))))
+        rows, outcomes, rouges = [], [], []
+        for inner_train, inner_test in folds.split(chosen, groups=groups):
+            weights = self._fit_weights([views[chosen[i]] for i in inner_train],
+                                        [positives[chosen[i]] for i in inner_train], rng)
+            for i in chosen[inner_test]:
+                scores = self._scores(views[i], weights)
+                rows.append(self._question_features(views[i], scores))
+                if not y[i]:
+                    outcomes.append(_UNANSWERABLE)
+                    rouges.append(0.0)
+                    continue
+                best = int(np.argmax(scores)) if len(scores) else -1
+                outcomes.append(_CORRECT if best >= 0 and positives[i][best] else _WRONG)
+                start, end = views[i].spans[best] if best >= 0 else (0, 0)
+                rouges.append(max(scoring.mrc_rouge_w(records[i].context[start:end], g) for g in y[i]))
+        rows, outcomes, rouges = np.array(rows), np.array(outcomes), np.array(rouges)
+        self.answer_model_ = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=1000))
+        if len(set(outcomes)) < 2:  # nothing to decide: always answer, or never
+            self.answer_model_ = None
+            self.threshold_ = -np.inf if outcomes[0] != _UNANSWERABLE else np.inf
+            return
+        held_out = cross_val_predict(self.answer_model_, rows, outcomes, groups=[records[i].context for i in chosen],
+                                     cv=GroupKFold(n_splits=folds.n_splits), method="predict_proba")
+        self.answer_model_.fit(rows, outcomes)
+        advantage = self._advantage(held_out, self.answer_model_.classes_)
+        # Answering earns the span's EM and ROUGE; declining earns both for an unanswerable question.
+        gain_answer = (outcomes == _CORRECT) + rouges
+        gain_decline = 2.0 * (outcomes == _UNANSWERABLE)
+        candidates = np.concatenate([[-np.inf], np.sort(advantage)])
+        totals = [gain_answer[advantage > t].sum() + gain_decline[advantage <= t].sum() for t in candidates]
+        best = int(np.argmax(totals))
+        # Halfway to the next observed advantage, not on the last question answered or declined.
+        above = candidates[best + 1] if best + 1 < len(candidates) else candidates[best] + 1.0
+        self.threshold_ = float((candidates[best] + above) / 2 if np.isfinite(candidates[best]) else above - 1.0)
+
+    @staticmethod
+    def _advantage(probabilities: np.ndarray, classes: np.ndarray) -> np.ndarray:
+        """P(the best span is right) - P(the question is unanswerable)."""
+        column = {label: index for index, label in enumerate(classes)}
+        correct = probabilities[:, column[_CORRECT]] if _CORRECT in column else 0.0
+        unanswerable = probabilities[:, column[_UNANSWERABLE]] if _UNANSWERABLE in column else 0.0
+        return correct - unanswerable
+
+    def predict(self, records: Sequence[MrcQuestion]) -> list[tuple[str, int]]:
+        answers = []
+        for record, view in zip(records, self._views(records)):
+            scores = self._scores(view, self.weights_)
+            if not len(scores):
+                answers.append(("", 0))
+                continue
+            if self.answer_model_ is not None:
+                probabilities = self.answer_model_.predict_proba(self._question_features(view, scores)[None])
+                answer = self._advantage(probabilities, self.answer_model_.classes_)[0] > self.threshold_
+            else:
+                answer = self.threshold_ < 0
+            start, end = view.spans[int(np.argmax(scores))]
+            answers.append((record.context[start:end], start) if answer else ("", 0))
+        return answers
+
+
+def span_ranker(random_state: int = 0, resources: dict | None = None) -> SpanRanker:
+    return SpanRanker(random_state=random_state)
+
+
 TASK = TaskSpec(
     code="mrc", title="MRC machine reading comprehension", folder="klue-mrc-v1.1",
     train_file="klue-mrc-v1.1_train.json", dev_file="klue-mrc-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.context, r.question)],
     load=load, load_input=load_input, targets=targets,
-    models={"trivial": empty_answer}, default_model="trivial",
+    models={"span-ranker": span_ranker, "trivial": empty_answer}, default_model="span-ranker",
     predict=predict, score=score, headline=("exact_match", "rouge_w"),
     group=lambda record: record.context, predictions_from_json=predictions_from_json,
     prediction_example='{"guid": "klue-mrc-v1_dev_01891", "answer": "뉴 740Li 25주년 에디션"}',

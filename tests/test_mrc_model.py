@@ -1,0 +1,79 @@
+"""MRC reader: candidate spans, particle stripping, a planted question pattern, persistence."""
+from __future__ import annotations
+
+import random
+
+from baselines.driver import versions
+from baselines.persistence import load_model, save_model
+from baselines.registry import get_task
+from baselines.tasks.mrc import MrcAnswer, MrcQuestion, SpanRanker, candidate_spans, question_type, targets
+from features.analysis import analyze
+from features.passages import sentence_ids
+
+NAMES = ["김철수", "이영희", "박민수", "최지우", "정하늘", "강다은", "윤서준", "한지민"]
+CITIES = ["서울", "부산", "대구", "광주", "대전", "울산", "인천", "제주"]
+JOBS = ["교사", "의사", "화가", "기자", "판사", "작가"]
+
+
+def candidate_texts(context: str) -> list[str]:
+    analysis = analyze([context])[0]
+    sentences = sentence_ids(analysis)
+    spans = candidate_spans(analysis, analysis.sejong_tags, sentences, set(sentences), max_eojeols=4,
+                            max_chars=40)
+    return [context[analysis.starts[first]:analysis.ends[last]] for first, last in spans]
+
+
+def test_candidates_strip_particles_and_hold_the_gold_span():
+    context = "김철수는 1990년에 서울에서 태어났다.이영희는 ‘운영허가 인증서’를 받았다."
+    texts = candidate_texts(context)
+    assert "서울" in texts and "서울에서" not in texts  # the particle is not part of an answer
+    assert "김철수" in texts and "1990년" in texts
+    assert "‘운영허가 인증서’" in texts and "운영허가 인증서" in texts
+    assert "이영희" in texts  # a sentence that starts without a space after '.'
+    assert not any("태어났" in text and "이영희" in text for text in texts)  # never across sentences
+
+
+def test_question_types_from_wh_words_and_focus_nouns():
+    questions = analyze(["누가 상을 받았나?", "회사가 위치한 나라는?", "행사가 열린 날짜는 언제인가?",
+                         "학교의 수는 몇 개인가?", "사고 비행기의 목적지는?"])
+    assert [question_type(q)[0] for q in questions] == ["person", "place", "time", "quantity", "other"]
+    assert question_type(questions[4])[1] == "목적지"
+
+
+def planted_questions(count: int, seed: int) -> list[MrcQuestion]:
+    """Who was born where: the answer is the city next to the asked person's name; a question about
+    someone absent from the passage has no answer."""
+    rng = random.Random(seed)
+    records = []
+    for index in range(count):
+        first, second, absent = rng.sample(NAMES, 3)
+        city, other_city = rng.sample(CITIES, 2)
+        job = rng.choice(JOBS)
+        context = (f"{first}는 {rng.randint(1950, 2000)}년에 {city}에서 태어났다. "
+                   f"{second}는 {other_city}에서 {job}로 일했다. 두 사람은 오랜 친구이다.")
+        if index % 3 == 2:
+            records.append(MrcQuestion(f"p{seed}-{index}", f"{absent}가 태어난 도시는 어디인가?", context,
+                                       is_impossible=True))
+        else:
+            start = context.index(city)
+            records.append(MrcQuestion(f"p{seed}-{index}", f"{first}가 태어난 도시는 어디인가?", context,
+                                       answers=[MrcAnswer(city, start)]))
+    return records
+
+
+def test_ranker_learns_a_planted_pattern_and_survives_persistence(tmp_path):
+    train, test = planted_questions(90, seed=1), planted_questions(30, seed=2)
+    model = SpanRanker(random_state=0).fit(train, targets(train))
+    predicted = model.predict(test)
+    answerable = [(r, p) for r, p in zip(test, predicted) if not r.is_impossible]
+    assert sum(text == r.answers[0].text and start == r.answers[0].start for r, (text, start) in answerable) \
+        >= 0.9 * len(answerable)
+    unanswerable = [text for r, (text, _start) in zip(test, predicted) if r.is_impossible]
+    assert sum(text == "" for text in unanswerable) >= 0.8 * len(unanswerable)
+    rows = get_task("mrc").predict(model, test)
+    assert all(r.context[row["start"]:row["end"]] == row["answer"] for r, row in zip(test, rows))
+    train_file = tmp_path / "train.json"
+    train_file.write_text("{}", encoding="utf-8")
+    save_model(tmp_path / "mrc.joblib", model, "mrc", "span-ranker", [train_file], versions())
+    loaded, _ = load_model(tmp_path / "mrc.joblib", "mrc", versions())
+    assert loaded.predict(test) == predicted
