@@ -1,15 +1,22 @@
 """WoS: dialogue state tracking; after each user turn, every domain-slot-value mentioned so far."""
 from __future__ import annotations
 
+import re
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from sklearn.base import BaseEstimator
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
 
 from baselines import scoring
 from baselines.dataio import DataError, guid_of, read_json, require, require_list
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
+from features.analysis import analyze
+from features.morphemes import Analysis
+from features.vectorize import morpheme_tokens, ngrams
 
 ONTOLOGY = "ontology.json"
 ROLES = ("user", "sys")
@@ -113,12 +120,288 @@ def empty_state(random_state: int = 0, resources: dict | None = None) -> EmptySt
     return EmptyStateTracker()
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Values in what people write: ontology values (spacing ignored), times, head counts, stay lengths.
+
+_KOREAN_NUMBERS = {"한": 1, "두": 2, "세": 3, "네": 4, "다섯": 5, "여섯": 6, "일곱": 7, "여덟": 8, "아홉": 9, "열": 10}
+_DAY_COUNTS = {"하루": 1, "이틀": 2, "사흘": 3, "나흘": 4, "닷새": 5, "엿새": 6}
+_TIME = re.compile(r"(오전|오후|저녁|밤|아침|낮|새벽)?\s*(\d{1,2})\s*시\s*(?:(\d{1,2})\s*분|(반))?|(\d{1,2}):(\d{2})")
+_HEADS = re.compile(r"(\d+|" + "|".join(sorted(_KOREAN_NUMBERS, key=len, reverse=True)) + r")\s*(?:명|사람|인)")
+_NIGHTS = re.compile(r"(\d+|" + "|".join(_DAY_COUNTS) + r")\s*(?:박|일(?![0-9])|밤)|("
+                     + "|".join(_DAY_COUNTS) + ")")
+# Ways of writing an ontology value that string matching would miss.
+_SYNONYMS = {"비싸": "비싼", "에어비앤비": "에어비엔비"}
+# Slots whose value is a place: which of two places is which depends on the particle after it.
+_ORIGIN_SLOTS = ("택시-출발지", "지하철-출발지")
+_DESTINATION_SLOTS = ("택시-도착지", "지하철-도착지")
+_ORIGIN_PARTICLE = re.compile(r"\s*(에서|부터)")
+_DESTINATION_PARTICLE = re.compile(r"\s*(까지|으로|로|에)")
+
+
+def normalize_time(text: str) -> list[str]:
+    """Every time in the text as HH:MM: '23시20분' -> '23:20', '오후 3시' -> '15:00', '7시 반' -> '07:30'."""
+    times = []
+    for match in _TIME.finditer(text):
+        if match.group(5):
+            hour, minute = int(match.group(5)), int(match.group(6))
+        else:
+            hour = int(match.group(2))
+            minute = 30 if match.group(4) else int(match.group(3) or 0)
+            if match.group(1) in ("오후", "저녁", "밤") and hour < 12:
+                hour += 12
+        if hour <= 24 and minute < 60:
+            times.append(f"{hour:02d}:{minute:02d}")
+    return times
+
+
+def normalize_count(text: str) -> list[str]:
+    """Head counts: '두명' -> '2', '2명' -> '2', '열 사람' -> '10'."""
+    return [str(_KOREAN_NUMBERS.get(m.group(1), m.group(1))).lstrip("0") or "0" for m in _HEADS.finditer(text)]
+
+
+def normalize_nights(text: str) -> list[str]:
+    """Lengths of a stay: '2박' -> '2', '이틀간' -> '2', '3일동안' -> '3', '하루' -> '1'."""
+    values = []
+    for match in _NIGHTS.finditer(text):
+        word = match.group(1) or match.group(2)
+        values.append(str(_DAY_COUNTS.get(word, word)))
+    return values
+
+
+class ValueFinder:
+    """Finds the values of every slot in a text: ontology values by a longest-first scan that ignores
+    spacing ('명동쇼핑거리' finds '명동 쇼핑 거리'), plus the normalised times, counts and stay lengths."""
+
+    def __init__(self, ontology: dict[str, list[str]]):
+        self.slots = sorted(ontology)
+        self.slots_of: dict[str, list[str]] = defaultdict(list)
+        for slot, values in ontology.items():
+            for value in values:
+                if value not in ("none", "dontcare", "yes", "no") and not value.isdigit() and ":" not in value:
+                    self.slots_of[value].append(slot)
+        spellings = {"".join(value.split()): value for value in self.slots_of}
+        spellings.update({key: value for key, value in _SYNONYMS.items() if value in self.slots_of})
+        self.value_of = spellings
+        keys = sorted(spellings, key=len, reverse=True)
+        self.pattern = re.compile("|".join(map(re.escape, keys))) if keys else None
+
+    def find(self, text: str) -> dict[str, list[str]]:
+        """slot -> values found, in text order."""
+        found: dict[str, list[str]] = defaultdict(list)
+        if self.pattern is not None:
+            positions = [i for i, char in enumerate(text) if not char.isspace()]
+            squeezed = "".join(text[i] for i in positions)
+            for match in self.pattern.finditer(squeezed):
+                value = self.value_of[match.group()]
+                after = text[positions[match.end() - 1] + 1:]
+                for slot in self.slots_of[value]:
+                    if slot in _ORIGIN_SLOTS and _DESTINATION_PARTICLE.match(after) and \
+                            not _ORIGIN_PARTICLE.match(after):
+                        continue
+                    if slot in _DESTINATION_SLOTS and _ORIGIN_PARTICLE.match(after):
+                        continue
+                    found[slot].append(value)
+        for slot in self.slots:
+            if slot.endswith("시간"):
+                found[slot].extend(normalize_time(text))
+            elif slot.endswith("명수"):
+                found[slot].extend(normalize_count(text))
+            elif slot.endswith("기간"):
+                found[slot].extend(normalize_nights(text))
+        return {slot: values for slot, values in found.items() if values}
+
+
+NONE, DONTCARE, VALUE = "none", "dontcare", "value"
+
+# References to what another part of the dialogue already fixed: '같은 날', '숙소에서 식당까지'.
+_SAME = {"요일": re.compile(r"같은\s*(날|요일)"), "지역": re.compile(r"같은\s*(지역|곳|동네)|근처"),
+         "명수": re.compile(r"같은\s*(인원|명수|수)")}
+_DOMAIN_WORDS = {"숙소": ("숙소", "호텔", "모텔", "호스텔", "게스트"), "식당": ("식당", "음식점", "맛집"),
+                 "관광": ("관광지", "관광")}
+
+
+def referenced_value(slot: str, text: str, state: dict[str, str]) -> str | None:
+    """A value the text refers to instead of saying it: the same day/area/party size as another domain,
+    the hotel or restaurant a taxi goes from or to, the restaurant's booking time for a taxi's arrival."""
+    domain, name = slot.split("-", 1)
+    kind = name.split()[-1]  # '예약 요일' -> '요일'
+    if kind in _SAME and _SAME[kind].search(text):
+        for other, value in state.items():
+            if other.split()[-1].endswith(kind) and not other.startswith(domain) and value != DONTCARE:
+                return value
+    if domain == "택시" and name in ("출발지", "도착지"):
+        particle = "에서" if name == "출발지" else "(까지|로|으로)"
+        for other_domain, words in _DOMAIN_WORDS.items():
+            if any(re.search(re.escape(word) + r"\s*" + particle, text) for word in words):
+                if f"{other_domain}-이름" in state:
+                    return state[f"{other_domain}-이름"]
+    if slot == "택시-도착 시간" and re.search(r"예약\s*시간", text):
+        return state.get("식당-예약 시간")
+    return None
+
+
+def slot_dict(state: Sequence[str]) -> dict[str, str]:
+    """['식당-지역-서울 동쪽', ...] -> {'식당-지역': '서울 동쪽', ...} (values may hold '-', slots do not)."""
+    pairs = (item.split("-", 2) for item in state)
+    return {f"{domain}-{slot}": value for domain, slot, value in pairs}
+
+
+def turn_updates(previous: dict[str, str], current: dict[str, str]) -> dict[str, str]:
+    """The slots a user turn set or changed, with their new values."""
+    return {slot: value for slot, value in current.items() if previous.get(slot) != value}
+
+
+def gate_label(value: str | None) -> str:
+    """What a slot's gate classifier predicts: none, dontcare, yes, no, or value (a string to find)."""
+    if value is None:
+        return NONE
+    return value if value in (DONTCARE, "yes", "no") else VALUE
+
+
+class DialogueStateTracker(BaseEstimator):
+    """Per user turn, a gate per slot (logistic regression on morpheme n-grams of the turn, the system
+    turn before it, the active domain and the slots whose values the rules found) says whether the slot
+    is set and to dontcare/yes/no/a value; a value comes from the rules (the turn, then the system turn,
+    then references to other domains). The state carries over; a later value replaces an earlier one."""
+
+    def __init__(self, ontology: dict | None = None, C: float = 4.0, none_threshold: float = 0.7, min_df: int = 2,
+                 random_state: int = 0):
+        self.ontology = ontology
+        self.C = C
+        self.none_threshold = none_threshold
+        self.min_df = min_df
+        self.random_state = random_state
+
+    @staticmethod
+    def _domain(state: dict[str, str], updates: dict[str, str]) -> str:
+        changed = list(updates) or list(state)
+        return changed[-1].split("-", 1)[0] if changed else "-"
+
+    def _tokens(self, user: Analysis, system: Analysis | None, domain: str,
+                found_user: dict, found_system: dict) -> list[str]:
+        tokens = ["U:" + gram for gram in ngrams(morpheme_tokens(user), (1, 2))]
+        if system is not None:
+            tokens += ["S:" + token for token in morpheme_tokens(system)]
+        tokens.append(f"D:{domain}")
+        tokens += [f"F:{slot}" for slot in found_user] + [f"FS:{slot}" for slot in found_system]
+        return tokens
+
+    def _turns(self, records: Sequence[WosDialogue]):
+        """(dialogue index, user turn, its analysis, the system turn before it and its analysis)."""
+        texts = [turn.text for record in records for turn in record.turns]
+        analyses = iter(analyze(texts))
+        for index, record in enumerate(records):
+            system, system_analysis = None, None
+            for turn in record.turns:
+                analysis = next(analyses)
+                if turn.role == "sys":
+                    system, system_analysis = turn, analysis
+                    continue
+                yield index, turn, analysis, system, system_analysis
+
+    def fit(self, records: Sequence[WosDialogue], y: Sequence[Sequence[Sequence[str]]]) -> "DialogueStateTracker":
+        # The official ontology misses values that the dialogues use (hotel names of dev, for one): add
+        # every value seen in the training states.
+        ontology = self._ontology_from(y, self.ontology or {})
+        self.finder_ = ValueFinder(ontology)
+        self.slots_ = sorted(ontology)
+        states = iter([slot_dict(state) for dialogue in y for state in dialogue])
+        documents, labels = [], {slot: [] for slot in self.slots_}
+        previous, last_dialogue = {}, -1
+        for index, turn, analysis, system, system_analysis in self._turns(records):
+            if index != last_dialogue:
+                previous, last_dialogue = {}, index
+            current = next(states)
+            updates = turn_updates(previous, current)
+            documents.append(self._tokens(analysis, system_analysis, self._domain(previous, {}),
+                                          self.finder_.find(turn.text),
+                                          self.finder_.find(system.text) if system else {}))
+            for slot in self.slots_:
+                labels[slot].append(gate_label(updates.get(slot)))
+            previous = current
+        self.vectorizer_ = TfidfVectorizer(analyzer=_identity, min_df=self.min_df, sublinear_tf=True)
+        features = self.vectorizer_.fit_transform(documents)
+        self.gates_ = {}
+        for slot in self.slots_:
+            classes = sorted(set(labels[slot]))
+            if len(classes) == 1:
+                self.gates_[slot] = classes[0]
+                continue
+            gate = LogisticRegression(C=self.C, max_iter=1000, random_state=self.random_state)
+            self.gates_[slot] = gate.fit(features, labels[slot])
+        return self
+
+    @staticmethod
+    def _ontology_from(y, known: dict[str, list[str]]) -> dict[str, list[str]]:
+        ontology: dict[str, set[str]] = defaultdict(set, {slot: set(values) for slot, values in known.items()})
+        for dialogue in y:
+            for state in dialogue:
+                for slot, value in slot_dict(state).items():
+                    ontology[slot].add(value)
+        return {slot: sorted(values) for slot, values in ontology.items()}
+
+    def _gate_decisions(self, features) -> dict[str, str]:
+        """Each slot's gate: the likeliest of its non-none classes unless 'none' has at least
+        none_threshold probability (the gates see far more 'none' than anything else, so a plain argmax
+        misses most updates)."""
+        decisions = {}
+        for slot, gate in self.gates_.items():
+            if isinstance(gate, str):
+                decisions[slot] = gate
+                continue
+            probabilities = gate.predict_proba(features)[0]
+            classes = list(gate.classes_)
+            none = probabilities[classes.index(NONE)] if NONE in classes else 0.0
+            if none >= self.none_threshold:
+                decisions[slot] = NONE
+            else:
+                others = [(p, label) for p, label in zip(probabilities, classes) if label != NONE]
+                decisions[slot] = max(others)[1]
+        return decisions
+
+    def predict(self, records: Sequence[WosDialogue]) -> list[list[list[str]]]:
+        predictions: list[list[list[str]]] = [[] for _ in records]
+        state: dict[str, str] = {}
+        last_dialogue, last_updates = -1, {}
+        for index, turn, analysis, system, system_analysis in self._turns(records):
+            if index != last_dialogue:
+                state, last_dialogue, last_updates = {}, index, {}
+            found_user = self.finder_.find(turn.text)
+            found_system = self.finder_.find(system.text) if system else {}
+            features = self.vectorizer_.transform([self._tokens(analysis, system_analysis,
+                                                                self._domain(state, last_updates),
+                                                                found_user, found_system)])
+            updates = {}
+            for slot, decision in self._gate_decisions(features).items():
+                if decision == NONE:
+                    continue
+                if decision != VALUE:
+                    updates[slot] = decision
+                    continue
+                value = (found_user.get(slot) or found_system.get(slot) or [None])[-1] \
+                    or referenced_value(slot, turn.text, state)
+                if value is not None:
+                    updates[slot] = value
+            state = {**state, **updates}
+            last_updates = updates
+            predictions[index].append(sorted(f"{slot}-{value}" for slot, value in state.items()))
+        return predictions
+
+
+def _identity(tokens: list[str]) -> list[str]:
+    return tokens
+
+
+def state_tracker(random_state: int = 0, resources: dict | None = None) -> DialogueStateTracker:
+    return DialogueStateTracker(ontology=(resources or {}).get("ontology"), random_state=random_state)
+
+
 TASK = TaskSpec(
     code="wos", title="WoS dialogue state tracking", folder="wos-v1.1",
     train_file="wos-v1.1_train.json", dev_file="wos-v1.1_dev.json", extra_files=(ONTOLOGY,),
     texts=lambda records: [turn.text for r in records for turn in r.turns],
     load=load, load_resources=load_resources, targets=targets,
-    models={"trivial": empty_state}, default_model="trivial",
+    models={"rules-lr": state_tracker, "trivial": empty_state}, default_model="rules-lr",
     predict=predict, score=score, headline=("joint_goal_accuracy", "slot_f1"),
     prediction_example='{"guid": "wos-v1_dev_00000", "states": [["관광-이름-명동 쇼핑 거리"], [...], ...]}',
 )

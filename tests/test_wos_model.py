@@ -1,0 +1,87 @@
+"""WoS tracker: value normalisation, value finding, carry-over, a planted yes/no slot, persistence."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from baselines.driver import versions
+from baselines.persistence import load_model, save_model
+from baselines.tasks.wos import (DialogueStateTracker, ValueFinder, WosDialogue, WosTurn, normalize_count,
+                                 normalize_nights, normalize_time, referenced_value, slot_dict, targets)
+
+
+@pytest.mark.parametrize("written, expected", [
+    ("금요일 23시20분에", ["23:20"]), ("오후 3시에 만나요", ["15:00"]), ("7시 반으로", ["07:30"]),
+    ("저녁 6시 30분", ["18:30"]), ("18:28에 두명", ["18:28"]), ("1시 40분에 출발", ["01:40"]), ("시간은 상관없어요", []),
+])
+def test_times(written, expected):
+    assert normalize_time(written) == expected
+
+
+@pytest.mark.parametrize("written, expected", [
+    ("두명 예약", ["2"]), ("2명이요", ["2"]), ("열 사람", ["10"]), ("다섯명 갈거에요", ["5"]), ("명동에서", []),
+])
+def test_head_counts(written, expected):
+    assert normalize_count(written) == expected
+
+
+@pytest.mark.parametrize("written, expected", [
+    ("2박 3일", ["2", "3"]), ("이틀간 묵을게요", ["2"]), ("3일동안", ["3"]), ("하루만", ["1"]), ("토요일에", []),
+])
+def test_stay_lengths(written, expected):
+    assert normalize_nights(written) == expected
+
+
+ONTOLOGY = {"식당-지역": ["none", "dontcare", "서울 동쪽", "서울 서쪽"], "숙소-지역": ["none", "서울 동쪽"],
+            "식당-주차 가능": ["none", "dontcare", "yes", "no"], "관광-이름": ["none", "명동 쇼핑 거리"],
+            "택시-출발지": ["none", "잠실역", "왕십리역"], "택시-도착지": ["none", "잠실역", "왕십리역"],
+            "식당-예약 시간": ["none", "23:20"]}
+
+
+def test_value_finder_ignores_spacing_and_tells_origin_from_destination():
+    finder = ValueFinder(ONTOLOGY)
+    found = finder.find("명동쇼핑거리 근처 서울 동쪽 식당이요. 잠실역에서 왕십리역까지 23시20분에")
+    assert found["관광-이름"] == ["명동 쇼핑 거리"]
+    assert found["식당-지역"] == found["숙소-지역"] == ["서울 동쪽"]  # the gates decide which one is meant
+    assert found["택시-출발지"] == ["잠실역"] and found["택시-도착지"] == ["왕십리역"]
+    assert found["식당-예약 시간"] == ["23:20"]
+
+
+def test_references_to_other_domains():
+    state = {"숙소-이름": "블랭크 모텔", "식당-이름": "매일식사", "식당-예약 요일": "금요일"}
+    assert referenced_value("택시-출발지", "숙소에서 식당까지 가는 택시요", state) == "블랭크 모텔"
+    assert referenced_value("택시-도착지", "숙소에서 식당까지 가는 택시요", state) == "매일식사"
+    assert referenced_value("숙소-예약 요일", "같은 날로 해주세요", state) == "금요일"
+    assert referenced_value("숙소-예약 요일", "토요일로 해주세요", state) is None
+
+
+def planted_dialogues(count: int, seed: int) -> list[WosDialogue]:
+    """A parking wish (yes), a refusal of parking (no) or neither, then a region, then small talk that
+    must keep the state."""
+    rng = random.Random(seed)
+    dialogues = []
+    for index in range(count):
+        wish, region = rng.choice(["yes", "no", None]), rng.choice(["서울 동쪽", "서울 서쪽"])
+        first = {"yes": "주차가 가능한 식당을 찾아요.", "no": "주차는 필요 없는 식당을 찾아요.",
+                 None: "식당을 찾고 있어요."}[wish]
+        state = [f"식당-주차 가능-{wish}"] if wish else []
+        turns = [WosTurn("user", first, list(state)), WosTurn("sys", "어느 지역을 원하세요?")]
+        state.append(f"식당-지역-{region}")
+        turns += [WosTurn("user", f"{region}으로 부탁해요.", sorted(state)), WosTurn("sys", "알겠습니다.")]
+        turns.append(WosTurn("user", "감사합니다.", sorted(state)))
+        dialogues.append(WosDialogue(f"w{seed}-{index}", turns))
+    return dialogues
+
+
+def test_tracker_learns_a_planted_yes_no_slot_carries_state_and_persists(tmp_path):
+    train, test = planted_dialogues(60, seed=1), planted_dialogues(20, seed=2)
+    model = DialogueStateTracker(ontology=ONTOLOGY, random_state=0).fit(train, targets(train))
+    predicted = model.predict(test)
+    assert predicted == [[sorted(turn.state) for turn in dialogue.user_turns] for dialogue in test]
+    assert slot_dict(predicted[0][2]) == slot_dict(predicted[0][1])  # small talk keeps the state
+    train_file = tmp_path / "train.json"
+    train_file.write_text("[]", encoding="utf-8")
+    save_model(tmp_path / "wos.joblib", model, "wos", "rules-lr", [train_file], versions())
+    loaded, _ = load_model(tmp_path / "wos.joblib", "wos", versions())
+    assert loaded.predict(test) == predicted
