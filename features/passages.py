@@ -53,5 +53,6 @@ def sentence_weights(query: Iterable[str], sentences: list[set[str]]) -> dict[st
 
 def matched_share(words: Iterable[str], weights: dict[str, float]) -> float:
     """The weighted share of the query that `words` cover."""
-    total = sum(weights.values())
-    return sum(weights.get(word, 0.0) for word in set(words)) / total if total else 0.0
+    # fsum: the sum must not depend on the order of a set, which changes with each process's hash seed.
+    total = math.fsum(weights.values())
+    return math.fsum(weights.get(word, 0.0) for word in set(words)) / total if total else 0.0

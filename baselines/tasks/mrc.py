@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from scipy import sparse
 from sklearn.base import BaseEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold, cross_val_predict
@@ -183,11 +184,11 @@ _FEATURE_INDEX = {name: index for index, name in enumerate(FEATURE_NAMES)}
 
 @dataclass
 class QuestionView:
-    """What the reader knows of a question before scoring: its type, focus noun, content words and
-    their weights, the candidate spans (character offsets) and their feature rows."""
+    """What the reader knows of a question before scoring: its type, the candidate spans (character
+    offsets) and their feature rows, and how much of the question the passage holds."""
     question_type: str
     spans: list[tuple[int, int]]
-    features: np.ndarray  # (len(spans), len(FEATURE_NAMES)), float32
+    features: sparse.csr_matrix  # (len(spans), len(FEATURE_NAMES)): most question-type crosses are 0
     best_sentence_share: float
     passage_share: float
     question_words: int
@@ -341,7 +342,7 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
     predicates = predicate_forms(context)
     query_predicates = {form for form in predicate_forms(question) if form is not None} | query
     eojeol_bounds = eojeol_spans(context.text)
-    total_weight = sum(weights.values())
+    total_weight = math.fsum(weights.values())
     focus_form = focus.lower() if focus else None
 
     spans, rows = [], []
@@ -359,8 +360,8 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
         rest = window(0, e1) | window(e2 + 1, eojeol_count)
         matched = [e for e in range(eojeol_count) if eojeol_sentence[e] == sentence and eojeol_words[e]
                    and not e1 <= e <= e2]
-        proximity = sum(weights[word] / (e1 - e if e < e1 else e - e2)
-                        for e in matched for word in eojeol_words[e])
+        proximity = math.fsum(weights[word] / (e1 - e if e < e1 else e - e2)
+                              for e in matched for word in eojeol_words[e])
         left_text = context.text[eojeol_bounds[max(e1 - 3, 0)][0]:start]
         right_text = context.text[end:eojeol_bounds[min(e2 + 3, eojeol_count - 1)][1]]
         row = {
@@ -411,10 +412,11 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
             row["modifier_in_question"] = float(modifier is not None and predicates[modifier] in query_predicates)
         spans.append((start, end))
         rows.append(row)
-    features = np.zeros((len(rows), len(FEATURE_NAMES)), dtype=np.float32)
-    for number, row in enumerate(rows):
-        for name, value in row.items():
-            features[number, _FEATURE_INDEX[name]] = value
+    columns = [[_FEATURE_INDEX[name] for name in row] for row in rows]
+    features = sparse.csr_matrix(
+        (np.fromiter((value for row in rows for value in row.values()), dtype=np.float32),
+         np.fromiter((column for row in columns for column in row), dtype=np.int32),
+         np.cumsum([0] + [len(row) for row in rows])), shape=(len(rows), len(FEATURE_NAMES)))
     missing = len(query - set().union(*sentence_words)) if sentence_words else len(query)
     return QuestionView(qtype, spans, features, best, passage_share, len(query), missing)
 
@@ -480,9 +482,9 @@ class SpanRanker(BaseEstimator):
                                self.scaler_.transform(view.features[sampled]))
         if not differences:
             raise ValueError("no training question has its answer among the candidate spans")
-        rows = np.vstack(differences)
-        signs = rng.random(len(rows)) < 0.5  # half the pairs reversed, so that both classes exist
-        rows[signs] *= -1
+        rows = sparse.vstack(differences).tocsr()
+        signs = rng.random(rows.shape[0]) < 0.5  # half the pairs reversed, so that both classes exist
+        rows = sparse.diags(np.where(signs, -1.0, 1.0)) @ rows
         ranker = LogisticRegression(C=self.C, fit_intercept=False, max_iter=1000)
         ranker.fit(rows, (~signs).astype(int))
         return ranker.coef_[0]
@@ -490,7 +492,7 @@ class SpanRanker(BaseEstimator):
     def _scores(self, view: QuestionView, weights: np.ndarray) -> np.ndarray:
         if not view.spans:
             return np.zeros(0)
-        return self.scaler_.transform(view.features) @ weights
+        return np.asarray(self.scaler_.transform(view.features) @ weights).ravel()
 
     @staticmethod
     def _question_features(view: QuestionView, scores: np.ndarray) -> np.ndarray:
@@ -500,7 +502,8 @@ class SpanRanker(BaseEstimator):
         probability = 1.0 / np.exp(scores - top).sum() if len(ranked) else 0.0
         best = int(np.argmax(scores)) if len(scores) else 0
         top_share = float(view.features[best, _FEATURE_INDEX["sentence_share"]]) if len(scores) else 0.0
-        values = [top, margin, probability, top_share, view.passage_share, math.log1p(len(scores)),
+        values = [top, margin, probability, top_share, view.best_sentence_share, view.passage_share,
+                  math.log1p(len(scores)),
                   math.log1p(view.question_words), math.log1p(view.missing_words)]
         return np.array(values + [float(view.question_type == kind) for kind in QUESTION_TYPES])
 
@@ -513,8 +516,9 @@ class SpanRanker(BaseEstimator):
         rng = np.random.default_rng(self.random_state)
         views = self._views(records)
         positives = [self._positives(v, r.context, answers) for v, r, answers in zip(views, records, y)]
-        self.scaler_ = StandardScaler().fit(np.vstack([v.features for v in views] +
-                                                      [np.zeros((1, len(FEATURE_NAMES)), np.float32)]))
+        # Scaled, not centred: the rows stay sparse, and a shift would not change any ranking.
+        self.scaler_ = StandardScaler(with_mean=False).fit(sparse.vstack([v.features for v in views] + [
+            sparse.csr_matrix((1, len(FEATURE_NAMES)), dtype=np.float32)]))
         self.weights_ = self._fit_weights(views, positives, rng)
         self._fit_answer_decision(records, y, views, positives, rng)
         return self
