@@ -222,6 +222,15 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
 
 
 def _jsonable_params(model) -> dict:
+    """The model's constructor arguments for the results record; a resource passed in as an argument
+    (WoS's ontology) is summarised, not copied."""
     params = model.get_params(deep=False) if hasattr(model, "get_params") else {}
-    return {key: value if isinstance(value, (int, float, str, bool, type(None))) else repr(value)
-            for key, value in params.items()}
+
+    def describe(value):
+        if isinstance(value, (int, float, str, bool, type(None))):
+            return value
+        if isinstance(value, (dict, list, set)) and len(value) > 10:
+            return f"<{type(value).__name__} of {len(value)} entries>"
+        return repr(value)
+
+    return {key: describe(value) for key, value in params.items()}
