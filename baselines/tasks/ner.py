@@ -192,7 +192,7 @@ class CharacterCRF(BaseEstimator):
     """Linear-chain CRF (sklearn-crfsuite, L-BFGS with elastic net) over characters, with character,
     class, window and n-gram features and the Kiwi morpheme covering each character."""
 
-    def __init__(self, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 150, random_state: int = 0):
+    def __init__(self, c1: float = 0.02, c2: float = 0.05, max_iterations: int = 150, random_state: int = 0):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
