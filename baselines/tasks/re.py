@@ -115,7 +115,8 @@ def _bucket(value: int) -> str:
     return str(value) if value < 4 else "4-7" if value < 8 else "8-15" if value < 16 else "16+"
 
 
-def pair_features(record: ReExample, analysis: Analysis, window: int = 3) -> dict[str, float]:
+def pair_features(record: ReExample, analysis: Analysis, window: int = 3,
+                  between_characters: bool = False) -> dict[str, float]:
     """Indicator features of one entity pair: types, order and distance, the entities' morphemes and
     the particles after them, the morphemes between and around them, and the sentence's content
     morphemes with both entities masked by their types."""
@@ -158,6 +159,11 @@ def pair_features(record: ReExample, analysis: Analysis, window: int = 3) -> dic
             features[f"between2={a} {b}"] = 1.0
         if len(between) <= 4:
             features[f"between_all={' '.join(between)}|{pair}"] = 1.0
+        if between_characters:  # character bigrams survive a wrong morpheme split of the trigger word
+            gap = record.sentence[min(subject.end, obj.end) + 1:max(subject.start, obj.start)]
+            if len(gap) <= 30:
+                for i in range(len(gap) - 1):
+                    features[f"between_chars={gap[i:i + 2]}|{pair}"] = 1.0
     for i, tag in enumerate(analysis.tags):
         if i not in inside and to_sejong(tag) in CONTENT_TAGS:
             features[f"word={analysis.forms[i]}"] = 1.0
@@ -168,8 +174,9 @@ class RelationClassifier(BaseEstimator, ClassifierMixin):
     """Entity-pair indicator features -> multinomial logistic regression with class probabilities."""
 
     def __init__(self, C: float = 0.5, window: int = 3, min_count: int = 2, adapt_priors: bool = False,
-                 max_iter: int = 300, random_state: int = 0):
+                 between_characters: bool = True, max_iter: int = 300, random_state: int = 0):
         self.C = C
+        self.between_characters = between_characters
         self.adapt_priors = adapt_priors
         self.window = window
         self.min_count = min_count
@@ -178,7 +185,7 @@ class RelationClassifier(BaseEstimator, ClassifierMixin):
 
     def _dicts(self, records: Sequence[ReExample]) -> list[dict[str, float]]:
         analyses = analyze(r.sentence for r in records)
-        return [pair_features(r, a, self.window) for r, a in zip(records, analyses)]
+        return [pair_features(r, a, self.window, self.between_characters) for r, a in zip(records, analyses)]
 
     def fit(self, records: Sequence[ReExample], y: Sequence[str]) -> "RelationClassifier":
         self.vectorizer_ = DictVectorizer()
