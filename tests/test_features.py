@@ -15,6 +15,7 @@ from sklearn.pipeline import make_pipeline
 from features import align
 from features.analysis import MorphemeAnalyzer, analyze
 from features.morphemes import Analysis, eojeol_spans
+from features.passages import matched_share, sentence_ids
 from features.tags import to_sejong
 from features.vectorize import Analyse, CharacterNgrams, MorphemeNgrams, morpheme_tokens
 
@@ -183,3 +184,21 @@ def test_character_ngrams_respect_word_boundaries():
     grams = CharacterNgrams(ngram_range=(2, 2))("가나 다")
     assert grams == [" 가", "가나", "나 ", " 다", "다 "]
     assert CharacterNgrams()(analyze(["가나"])[0]) == CharacterNgrams()("가나")
+
+
+def test_matched_share_is_an_exactly_rounded_sum():
+    """Sets and dicts iterate in an order that changes with the process's hash seed, and a plain float
+    sum depends on the order (0.1 + 0.2 + 0.3 != 0.3 + 0.2 + 0.1): enough to reorder tied passages
+    between two runs. An exactly rounded sum (math.fsum) has no order; five and six weights of 0.1 are
+    a case where the plain sum gives another share (0.8333333333333334)."""
+    weights = {f"w{i}": 0.1 for i in range(6)}
+    assert matched_share([f"w{i}" for i in range(5)], weights) == 0.8333333333333333
+
+
+def test_sentences_end_at_final_punctuation_without_a_space_but_not_inside_numbers():
+    analysis = analyze(["값은 3.5이다.그 다음\n새 줄"])[0]
+    ids = sentence_ids(analysis)
+    by_sentence = {}
+    for index, sentence in enumerate(ids):
+        by_sentence.setdefault(sentence, []).append(analysis.surfaces[index])
+    assert "".join(by_sentence[0]).startswith("값은3.5이다") and len(by_sentence) == 3
