@@ -173,7 +173,7 @@ def pair_features(record: ReExample, analysis: Analysis, window: int = 3,
 class RelationClassifier(BaseEstimator, ClassifierMixin):
     """Entity-pair indicator features -> multinomial logistic regression with class probabilities."""
 
-    def __init__(self, C: float = 0.5, window: int = 3, min_count: int = 2, adapt_priors: bool = False,
+    def __init__(self, C: float = 1.0, window: int = 3, min_count: int = 2, adapt_priors: bool = False,
                  between_characters: bool = True, max_iter: int = 300, random_state: int = 0):
         self.C = C
         self.between_characters = between_characters
