@@ -173,7 +173,7 @@ _BASE_FEATURES = (
     "left3", "right3", "left10", "right10", "sentence_rest", "nearest_left", "nearest_right", "span_in_question",
     "span_is_question_text", "focus_after", "focus_in_span", "focus_before", "wh_particle_match",
     "eojeols1", "eojeols2", "eojeols3", "eojeols4", "log_chars", "log_occurrences", "sentence_start",
-    "bias_any", "left_extendable", "right_extendable", "weighted_proximity", "bigrams_left", "bigrams_right",
+    "left_extendable", "right_extendable", "weighted_proximity", "bigrams_left", "bigrams_right",
     "span_bigrams_in_question", "head_predicate_in_question", "head_predicate_near", "modifier_in_question",
 )
 FEATURE_NAMES = (_BASE_FEATURES + tuple(f"span_{kind}" for kind in _SPAN_KINDS)
@@ -327,7 +327,8 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
     rank_of = {sentence: rank for rank, sentence in enumerate(ranking)}
     best = shares[ranking[0]] if ranking else 0.0
     keep = set(ranking[:top_sentences])
-    passage_share = matched_share(set().union(*sentence_words) & query if sentence_words else set(), weights)
+    passage_words = set().union(*sentence_words)
+    passage_share = matched_share(passage_words & query, weights)
 
     eojeol_count = (eojeols[-1] + 1) if len(eojeols) else 0
     eojeol_words: list[set[str]] = [set() for _ in range(eojeol_count)]
@@ -337,6 +338,11 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
         if form in query:
             eojeol_words[eojeols[index]].add(form)
         eojeol_sentence[eojeols[index]] = sentences[index]
+    # The eojeols of each sentence that hold a question word: what a candidate's proximity is measured to.
+    matched_in_sentence: list[list[int]] = [[] for _ in range(sentence_count)]
+    for eojeol, words in enumerate(eojeol_words):
+        if words:
+            matched_in_sentence[eojeol_sentence[eojeol]].append(eojeol)
     squeezed_question = "".join(question.text.split())
     question_bigrams = char_ngrams(question.text, 2)
     predicates = predicate_forms(context)
@@ -358,8 +364,7 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
 
         span_words = content_set(context, first, last + 1)
         rest = window(0, e1) | window(e2 + 1, eojeol_count)
-        matched = [e for e in range(eojeol_count) if eojeol_sentence[e] == sentence and eojeol_words[e]
-                   and not e1 <= e <= e2]
+        matched = [e for e in matched_in_sentence[sentence] if not e1 <= e <= e2]
         proximity = math.fsum(weights[word] / (e1 - e if e < e1 else e - e2)
                               for e in matched for word in eojeol_words[e])
         left_text = context.text[eojeol_bounds[max(e1 - 3, 0)][0]:start]
@@ -378,7 +383,6 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
             f"eojeols{min(e2 - e1 + 1, 4)}": 1.0, "log_chars": math.log(end - start),
             "log_occurrences": math.log(context.text.count(text)),
             "sentence_start": float(first == 0 or sentences[first - 1] != sentence),
-            "bias_any": 1.0,
             "weighted_proximity": proximity / total_weight if total_weight else 0.0,
             "bigrams_left": len(char_ngrams(left_text, 2) & question_bigrams) / max(len(question_bigrams), 1),
             "bigrams_right": len(char_ngrams(right_text, 2) & question_bigrams) / max(len(question_bigrams), 1),
@@ -417,8 +421,7 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
         (np.fromiter((value for row in rows for value in row.values()), dtype=np.float32),
          np.fromiter((column for row in columns for column in row), dtype=np.int32),
          np.cumsum([0] + [len(row) for row in rows])), shape=(len(rows), len(FEATURE_NAMES)))
-    missing = len(query - set().union(*sentence_words)) if sentence_words else len(query)
-    return QuestionView(qtype, spans, features, best, passage_share, len(query), missing)
+    return QuestionView(qtype, spans, features, best, passage_share, len(query), len(query - passage_words))
 
 
 class _ViewMemo:
