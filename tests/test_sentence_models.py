@@ -10,7 +10,7 @@ from sklearn.base import clone
 from baselines.driver import versions
 from baselines.persistence import load_model, save_model
 from baselines.tasks.nli import InferenceClassifier, NliExample
-from baselines.tasks.sts import SimilarityRegressor, StsExample
+from baselines.tasks.sts import SimilarityRegressor, StsExample, best_f1_shift, source_parts
 from baselines.tasks.ynat import TopicClassifier, YnatExample
 
 FILLER = ["오늘", "새로운", "발표", "이번", "관계자", "결과", "내년", "계획", "현장", "소식", "지역", "올해"]
@@ -95,6 +95,22 @@ def test_similarity_regressor_orders_planted_pairs():
     different = StsExample("y", "회의는 내일 오전에 열린다.", "고양이가 창가에서 졸고 있다.")
     high, low = model.predict([same, different])
     assert high > 4.0 and low < 1.5
+
+
+def test_f1_shift_undoes_a_bias_at_the_threshold():
+    gold = np.linspace(0.0, 5.0, 101)
+    assert best_f1_shift(gold, gold) == 0.0
+    # Predictions 0.3 too low put gold 3.0-3.3 below the cut: the shift that restores them is +0.3.
+    assert best_f1_shift(gold, gold - 0.3) == pytest.approx(0.3)
+    assert best_f1_shift(gold, gold + 0.25) == pytest.approx(-0.25)
+
+
+def test_source_splits_into_domain_and_method():
+    assert source_parts("airbnb-rtt") == ("airbnb", "paraphrase")
+    assert source_parts("paraKQC-para") == ("paraKQC", "paraphrase")
+    assert source_parts("policy-sampled") == ("policy", "sampled")
+    assert source_parts("news") == ("news", "unknown")
+    assert source_parts(None) == ("unknown", "unknown")
 
 
 @pytest.mark.parametrize("factory", [lambda: TopicClassifier(min_df=1)])
