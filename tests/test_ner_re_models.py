@@ -10,7 +10,7 @@ from baselines.driver import versions
 from baselines.persistence import load_model, save_model
 from baselines.registry import get_task
 from baselines.tasks.ner import CharacterCRF, NerSentence, character_features, repair_iob2
-from baselines.tasks.re import Entity, ReExample, RelationClassifier
+from baselines.tasks.re import Entity, ReExample, RelationClassifier, entity_characters, pair_features
 from features.analysis import analyze
 from features.morphemes import Analysis
 
@@ -98,6 +98,20 @@ def test_relation_classifier_learns_planted_trigger_and_probabilities(tmp_path):
     save_model(tmp_path / "re.joblib", model, "re", "features-lr", [train_file], versions())
     loaded, _ = load_model(tmp_path / "re.joblib", "re", versions())
     assert np.array_equal(loaded.predict_proba(test), model.predict_proba(test))
+
+
+def test_entity_surface_and_typed_words():
+    surface = entity_characters("object", Entity("서울대학교", 0, 4, "ORG"))
+    assert {"object_suffix=교|ORG", "object_suffix=학교|ORG", "object_suffix=대학교|ORG", "object_prefix=서|ORG",
+            "object_prefix=서울|ORG", "object_length=5|ORG", "object_bigram=대학"} <= set(surface)
+    assert len([name for name in surface if "_bigram=" in name]) == 4
+    sentence = "철수는 영희와 결혼했다."
+    record = ReExample("r", sentence, Entity("철수", 0, 1, "PER"), Entity("영희", 4, 5, "PER"))
+    analysis = analyze([sentence])[0]
+    plain = pair_features(record, analysis)
+    rich = pair_features(record, analysis, entity_surface=True, typed_words=True)
+    assert "word=결혼|PER>PER" in rich and "word=결혼|PER>PER" not in plain
+    assert "subject_suffix=수|PER" in rich and set(plain) < set(rich)
 
 
 def _relation_list(tmp_path):

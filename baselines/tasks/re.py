@@ -115,11 +115,26 @@ def _bucket(value: int) -> str:
     return str(value) if value < 4 else "4-7" if value < 8 else "8-15" if value < 16 else "16+"
 
 
-def pair_features(record: ReExample, analysis: Analysis, window: int = 3,
-                  between_characters: bool = False) -> dict[str, float]:
+def entity_characters(role: str, entity: Entity) -> dict[str, float]:
+    """The entity's surface: its first and last characters and its length with its type ('-대학교' ORG,
+    '-씨' PER), and its character bigrams (names and titles that Kiwi splits differently each time)."""
+    word = entity.word.lower()
+    features = {f"{role}_length={min(len(word), 8)}|{entity.type}": 1.0}
+    for size in (1, 2, 3):
+        features[f"{role}_suffix={word[-size:]}|{entity.type}"] = 1.0
+    for size in (1, 2):
+        features[f"{role}_prefix={word[:size]}|{entity.type}"] = 1.0
+    for i in range(len(word) - 1):
+        features[f"{role}_bigram={word[i:i + 2]}"] = 1.0
+    return features
+
+
+def pair_features(record: ReExample, analysis: Analysis, window: int = 3, between_characters: bool = False,
+                  entity_surface: bool = False, typed_words: bool = False) -> dict[str, float]:
     """Indicator features of one entity pair: types, order and distance, the entities' morphemes and
     the particles after them, the morphemes between and around them, and the sentence's content
-    morphemes with both entities masked by their types."""
+    morphemes with both entities masked by their types. Optionally the entities' character surface, and
+    the sentence's common nouns and verbs crossed with the type pair ('결혼' says spouse only for PER>PER)."""
     subject, obj = record.subject, record.object
     pair = f"{subject.type}>{obj.type}"
     tokens = [f"{form}/{to_sejong(tag)}" for form, tag in zip(analysis.forms, analysis.tags)]
@@ -167,6 +182,11 @@ def pair_features(record: ReExample, analysis: Analysis, window: int = 3,
     for i, tag in enumerate(analysis.tags):
         if i not in inside and to_sejong(tag) in CONTENT_TAGS:
             features[f"word={analysis.forms[i]}"] = 1.0
+        if typed_words and to_sejong(tag) in ("NNG", "VV"):
+            features[f"word={analysis.forms[i]}|{pair}"] = 1.0
+    if entity_surface:
+        features.update(entity_characters("subject", subject))
+        features.update(entity_characters("object", obj))
     return features
 
 
@@ -174,9 +194,12 @@ class RelationClassifier(BaseEstimator, ClassifierMixin):
     """Entity-pair indicator features -> multinomial logistic regression with class probabilities."""
 
     def __init__(self, C: float = 1.0, window: int = 3, min_count: int = 2, adapt_priors: bool = False,
-                 between_characters: bool = True, max_iter: int = 300, random_state: int = 0):
+                 between_characters: bool = True, entity_surface: bool = True, typed_words: bool = True,
+                 max_iter: int = 300, random_state: int = 0):
         self.C = C
         self.between_characters = between_characters
+        self.entity_surface = entity_surface
+        self.typed_words = typed_words
         self.adapt_priors = adapt_priors
         self.window = window
         self.min_count = min_count
@@ -185,7 +208,8 @@ class RelationClassifier(BaseEstimator, ClassifierMixin):
 
     def _dicts(self, records: Sequence[ReExample]) -> list[dict[str, float]]:
         analyses = analyze(r.sentence for r in records)
-        return [pair_features(r, a, self.window, self.between_characters) for r, a in zip(records, analyses)]
+        return [pair_features(r, a, self.window, self.between_characters, self.entity_surface, self.typed_words)
+                for r, a in zip(records, analyses)]
 
     def fit(self, records: Sequence[ReExample], y: Sequence[str]) -> "RelationClassifier":
         self.vectorizer_ = DictVectorizer()
