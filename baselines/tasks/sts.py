@@ -182,7 +182,7 @@ SHIFTS = np.round(np.arange(-0.5, 0.501, 0.05), 2)
 def best_f1_shift(gold: np.ndarray, predicted: np.ndarray) -> float:
     """The shift of out-of-fold predictions that maximises binary F1 at the official threshold (the smallest
     in size among ties). A squared-loss regressor is not tuned for a cut at 3; moving every score by the
-    same amount tunes the cut without changing the ranking that Pearson r sees."""
+    same amount tunes the cut, and Pearson r does not change under a constant shift."""
     similar = gold >= scoring.STS_THRESHOLD
     scores = [f1_score(similar, np.clip(predicted + shift, 0.0, 5.0) >= scoring.STS_THRESHOLD, zero_division=0)
               for shift in SHIFTS]
