@@ -179,10 +179,10 @@ def pair_features(record: ReExample, analysis: Analysis, window: int = 3, betwee
             if len(gap) <= 30:
                 for i in range(len(gap) - 1):
                     features[f"between_chars={gap[i:i + 2]}|{pair}"] = 1.0
-    for i, tag in enumerate(analysis.tags):
-        if i not in inside and to_sejong(tag) in CONTENT_TAGS:
+    for i, tag in enumerate(analysis.sejong_tags):
+        if i not in inside and tag in CONTENT_TAGS:
             features[f"word={analysis.forms[i]}"] = 1.0
-        if typed_words and to_sejong(tag) in ("NNG", "VV"):
+        if typed_words and tag in ("NNG", "VV"):
             features[f"word={analysis.forms[i]}|{pair}"] = 1.0
     if entity_surface:
         features.update(entity_characters("subject", subject))

@@ -142,8 +142,6 @@ class SimilarityRegressor(BaseEstimator, RegressorMixin):
                                  for name, analyser in VIEWS}
             self.svds_ = {view: TruncatedSVD(self.svd_components, random_state=self.random_state).fit(
                 self.vectorizers_[view].transform(analyses)) for view in LATENT_VIEWS}
-            self.domains_ = sorted({source_parts(r.source)[0] for r in records})
-            self.methods_ = sorted({source_parts(r.source)[1] for r in records})
         columns = [_row_cosines(vectorizer.transform(first), vectorizer.transform(second))
                    for vectorizer in self.vectorizers_.values()]
         for view, svd in self.svds_.items():
@@ -153,6 +151,9 @@ class SimilarityRegressor(BaseEstimator, RegressorMixin):
         names = sorted(overlaps[0]) if overlaps else []
         columns.extend(np.array([o[name] for o in overlaps]) for name in names)
         parts = [source_parts(r.source) for r in records]
+        if fit:
+            self.domains_ = sorted({domain for domain, _ in parts})
+            self.methods_ = sorted({method for _, method in parts})
         columns.extend(np.array([float(domain == known) for domain, _ in parts]) for known in self.domains_)
         columns.extend(np.array([float(method == known) for _, method in parts]) for known in self.methods_)
         return np.column_stack(columns)
