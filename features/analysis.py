@@ -1,6 +1,7 @@
 """Kiwi morpheme analysis for whole batches of texts, memoised in memory and cached on disk."""
 from __future__ import annotations
 
+import contextlib
 import gc
 import operator
 import os
@@ -72,6 +73,7 @@ class MorphemeAnalyzer:
         self._kiwi = None
         self._cache: AnalysisCache | None = None
         self._memo: dict[str, Analysis] = {}
+        self._neighbour_memo: dict[int, dict[tuple[str, str], tuple]] = {}
         self._lock = threading.Lock()
         self.stats = AnalysisStats()
 
@@ -147,8 +149,48 @@ class MorphemeAnalyzer:
         self.stats.characters += sum(map(len, texts))
         return results
 
+    def neighbours(self, morphemes: Iterable[tuple[str, str]], top_n: int) -> dict[tuple[str, str], tuple]:
+        """The `top_n` morphemes nearest to each (form, Kiwi tag) in the embeddings of Kiwi's CoNg language
+        model, as (form, tag, cosine) triples, nearest first; empty for a morpheme the model does not know
+        (most unknown proper nouns). Looked up once per morpheme, then memoised and cached on disk."""
+        memo = self._neighbour_memo.setdefault(top_n, {})
+        wanted = [m for m in dict.fromkeys(morphemes) if m not in memo]
+        if wanted:
+            cache = self.cache
+            keys = {m: cache.neighbour_key(m, top_n) for m in wanted} if cache is not None else {}
+            found = cache.get_neighbours(keys) if cache is not None else {}
+            missing = [m for m in wanted if m not in found]
+            if missing:
+                fresh = self._look_up_neighbours(missing, top_n)
+                if cache is not None:
+                    cache.put_neighbours([(keys[m], fresh[m]) for m in missing])
+                found.update(fresh)
+            memo.update(found)
+        return memo
+
+    def _look_up_neighbours(self, morphemes: list[tuple[str, str]], top_n: int) -> dict[tuple[str, str], tuple]:
+        start = time.perf_counter()
+        kiwi = self.kiwi
+        progress = (self.progress("Kiwi neighbours", len(morphemes)) if self.progress is not None
+                    and len(morphemes) >= PROGRESS_MIN_TEXTS else contextlib.nullcontext())
+        results = {}
+        with progress as bar:
+            for number, morpheme in enumerate(morphemes, start=1):
+                try:
+                    similar = kiwi.most_similar_morphemes(morpheme, top_n=top_n)
+                except ValueError:  # unknown to the language model, or a form with several readings
+                    similar = ()
+                results[morpheme] = tuple((m.form, m.tag, round(float(m.score), 4)) for m in similar)
+                if bar is not None and number % 512 == 0:
+                    bar.update(512)
+            if bar is not None:
+                bar.update(len(morphemes) % 512)
+        self.stats.seconds += time.perf_counter() - start
+        return results
+
     def clear_memo(self) -> None:
         self._memo.clear()
+        self._neighbour_memo.clear()
 
 
 _analyzer: MorphemeAnalyzer | None = None
@@ -174,6 +216,11 @@ def analyzer() -> MorphemeAnalyzer:
 def analyze(texts: Iterable[str]) -> list[Analysis]:
     """Morpheme analyses of `texts` with the process-wide analyser (batched, memoised, cached)."""
     return analyzer().analyze(texts)
+
+
+def neighbours(morphemes: Iterable[tuple[str, str]], top_n: int) -> dict[tuple[str, str], tuple]:
+    """Nearest morphemes in Kiwi's language model, with the process-wide analyser (memoised, cached)."""
+    return analyzer().neighbours(morphemes, top_n)
 
 
 def stats() -> AnalysisStats:

@@ -1,4 +1,5 @@
-"""A disk cache of morpheme analyses in SQLite, safe for concurrent processes and wary of damaged entries."""
+"""A disk cache of morpheme analyses and neighbour lists in SQLite, safe for concurrent processes and wary
+of damaged entries."""
 from __future__ import annotations
 
 import contextlib
@@ -14,6 +15,7 @@ from features.morphemes import Analysis
 CACHE_VARIABLE = "KLUE_BASELINES_CACHE"
 _BATCH = 900  # stays under SQLite's limit on host parameters per statement
 _CHECKSUM = 8
+_TABLES = ("analyses", "neighbours")
 
 
 def default_cache_dir() -> Path:
@@ -52,8 +54,9 @@ class AnalysisCache:
         connection.execute("PRAGMA journal_mode=WAL")
         # The cache can always be rebuilt, so it trades durability on power loss for write speed.
         connection.execute("PRAGMA synchronous=OFF")
-        connection.execute("CREATE TABLE IF NOT EXISTS analyses (key BLOB PRIMARY KEY, value BLOB NOT NULL)"
-                           " WITHOUT ROWID")
+        for table in _TABLES:
+            connection.execute(f"CREATE TABLE IF NOT EXISTS {table} (key BLOB PRIMARY KEY, value BLOB NOT NULL)"
+                               " WITHOUT ROWID")
         return connection
 
     def key(self, text: str) -> bytes:
@@ -67,28 +70,60 @@ class AnalysisCache:
         """The cached analyses among `keys` (text -> key); damaged entries are left out."""
         text_of = {key: text for text, key in keys.items()}
         found: dict[str, Analysis] = {}
-        try:
-            connection = self._connect()
-            key_list = sorted(text_of)  # B-tree order: neighbouring probes share pages
-            for offset in range(0, len(key_list), _BATCH):
-                chunk = key_list[offset:offset + _BATCH]
-                query = f"SELECT key, value FROM analyses WHERE key IN ({','.join('?' * len(chunk))})"
-                for key, value in connection.execute(query, chunk).fetchall():
-                    text = text_of[key]
-                    analysis = decode(text, key, value)
-                    if analysis is not None:
-                        found[text] = analysis
-        except sqlite3.DatabaseError:
-            self._reset()
+        for key, value in self._select("analyses", text_of):
+            analysis = decode(text_of[key], key, value)
+            if analysis is not None:
+                found[text_of[key]] = analysis
         return found
 
     def put_many(self, entries: list[tuple[bytes, Analysis]]) -> None:
-        """Store (key, analysis) pairs; in key order, which appends to the B-tree instead of splitting it."""
-        rows = sorted((key, encode(key, analysis)) for key, analysis in entries)
+        """Store (key, analysis) pairs."""
+        self._insert("analyses", [(key, encode(key, analysis)) for key, analysis in entries])
+
+    def neighbour_key(self, morpheme: tuple[str, str], top_n: int) -> bytes:
+        form, tag = morpheme
+        return self.key(f"neighbours\x00{top_n}\x00{form}\x00{tag}")
+
+    def get_neighbours(self, keys: dict[tuple[str, str], bytes]) -> dict[tuple[str, str], tuple]:
+        """The cached neighbour lists among `keys` (morpheme -> key); damaged entries are left out."""
+        morpheme_of = {key: morpheme for morpheme, key in keys.items()}
+        found = {}
+        for key, value in self._select("neighbours", morpheme_of):
+            payload = value[_CHECKSUM:]
+            if value[:_CHECKSUM] != _checksum(key, payload):
+                continue
+            try:
+                found[morpheme_of[key]] = tuple(marshal.loads(payload))
+            except (EOFError, ValueError, TypeError):
+                continue
+        return found
+
+    def put_neighbours(self, entries: list[tuple[bytes, tuple]]) -> None:
+        rows = []
+        for key, neighbours in entries:
+            payload = marshal.dumps(tuple(neighbours))
+            rows.append((key, _checksum(key, payload) + payload))
+        self._insert("neighbours", rows)
+
+    def _select(self, table: str, keys) -> list[tuple[bytes, bytes]]:
+        rows = []
+        try:
+            connection = self._connect()
+            key_list = sorted(keys)  # B-tree order: neighbouring probes share pages
+            for offset in range(0, len(key_list), _BATCH):
+                chunk = key_list[offset:offset + _BATCH]
+                query = f"SELECT key, value FROM {table} WHERE key IN ({','.join('?' * len(chunk))})"
+                rows.extend(connection.execute(query, chunk).fetchall())
+        except sqlite3.DatabaseError:
+            self._reset()
+        return rows
+
+    def _insert(self, table: str, rows: list[tuple[bytes, bytes]]) -> None:
+        """In key order, which appends to the B-tree instead of splitting it."""
         try:
             connection = self._connect()
             connection.execute("BEGIN IMMEDIATE")
-            connection.executemany("INSERT OR REPLACE INTO analyses VALUES (?, ?)", rows)
+            connection.executemany(f"INSERT OR REPLACE INTO {table} VALUES (?, ?)", sorted(rows))
             connection.execute("COMMIT")
         except sqlite3.DatabaseError:
             # A cache that cannot be written only costs speed: start afresh next time.

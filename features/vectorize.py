@@ -5,7 +5,7 @@ from typing import Iterable, Sequence
 
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from features.analysis import analyze
+from features.analysis import analyze, neighbours
 from features.morphemes import Analysis
 from features.tags import to_sejong
 
@@ -74,6 +74,43 @@ class CharacterNgrams:
 
     def __repr__(self) -> str:
         return f"CharacterNgrams(ngram_range={self.ngram_range})"
+
+
+# Morphemes whose neighbours are worth adding: nouns, predicates, roots, adverbs, numerals, foreign words.
+NEIGHBOUR_TAGS = frozenset({"NNG", "NNP", "VV", "VA", "XR", "SL", "NR", "MAG"})
+
+
+def neighbour_queries(analysis: Analysis) -> list[tuple[str, str]]:
+    """The (form, Kiwi tag) of each morpheme of `analysis` whose neighbours are wanted."""
+    return [(form, tag) for form, tag in zip(analysis.forms, analysis.tags) if to_sejong(tag) in NEIGHBOUR_TAGS]
+
+
+def prefetch_neighbours(analyses: Iterable[Analysis], top_n: int) -> None:
+    """Look up the neighbours of every morpheme of a batch at once (one cache query, one progress bar)."""
+    neighbours((query for analysis in analyses for query in neighbour_queries(analysis)), top_n)
+
+
+class MorphemeNeighbours:
+    """A picklable `analyzer=`: Analysis -> 'form/TAG' of the `top_n` nearest morphemes of each content
+    morpheme in Kiwi's language model.
+
+    A title about 농구 then shares features with titles about 축구 and 배구, and a word never seen in
+    training still speaks through its neighbours, which matters when the texts to classify are newer
+    than the training data.
+    """
+
+    def __init__(self, top_n: int = 20):
+        self.top_n = top_n
+
+    def __call__(self, document: Analysis | str) -> list[str]:
+        if isinstance(document, str):
+            document = analyze([document])[0]
+        queries = neighbour_queries(document)
+        found = neighbours(queries, self.top_n)
+        return [f"{form}/{to_sejong(tag)}" for query in queries for form, tag, _score in found[query]]
+
+    def __repr__(self) -> str:
+        return f"MorphemeNeighbours(top_n={self.top_n})"
 
 
 class Analyse(BaseEstimator, TransformerMixin):

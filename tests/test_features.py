@@ -17,7 +17,7 @@ from features.analysis import MorphemeAnalyzer, analyze
 from features.morphemes import Analysis, eojeol_spans
 from features.passages import matched_share, sentence_ids
 from features.tags import to_sejong
-from features.vectorize import Analyse, CharacterNgrams, MorphemeNgrams, morpheme_tokens
+from features.vectorize import Analyse, CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, morpheme_tokens
 
 HANGUL = st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3)
 MIXED = st.one_of(
@@ -117,6 +117,34 @@ def test_cached_analysis_equals_fresh_and_skips_kiwi(tmp_path):
     assert cached == fresh
     assert again.stats.analysed == 0 and again.stats.cache_hits == 3
     assert MorphemeAnalyzer(use_cache=False).analyze(texts) == fresh
+
+
+def test_neighbours_come_from_kiwi_once_then_from_the_cache(tmp_path, monkeypatch):
+    queries = [("축구", "NNG"), ("반도체", "NNG"), ("쀍쀍쀍", "NNP")]
+    fresh = MorphemeAnalyzer(cache_dir=tmp_path).neighbours(queries, top_n=10)
+    assert "농구" in [form for form, _tag, _score in fresh[("축구", "NNG")]]
+    scores = [score for _form, _tag, score in fresh[("반도체", "NNG")]]
+    assert len(scores) == 10 and scores == sorted(scores, reverse=True)
+    assert fresh[("쀍쀍쀍", "NNP")] == ()  # unknown to the language model
+    again = MorphemeAnalyzer(cache_dir=tmp_path)
+    monkeypatch.setattr(again, "_look_up_neighbours", lambda *args: pytest.fail("the cache missed"))
+    assert again.neighbours(queries, top_n=10) == fresh
+
+
+def test_damaged_neighbour_entry_is_looked_up_again(tmp_path):
+    query = ("야구", "NNG")
+    first = MorphemeAnalyzer(cache_dir=tmp_path)
+    expected = first.neighbours([query], top_n=5)
+    first.cache._insert("neighbours", [(first.cache.neighbour_key(query, 5), b"\x00garbage")])
+    first.cache.close()
+    assert MorphemeAnalyzer(cache_dir=tmp_path).neighbours([query], top_n=5) == expected
+
+
+def test_neighbour_analyzer_gives_tagged_neighbours_of_content_morphemes():
+    analysis = MorphemeAnalyzer(use_cache=False).analyze(["축구를 했다"])[0]
+    tokens = MorphemeNeighbours(top_n=10)(analysis)
+    assert "농구/NNG" in tokens
+    assert len(tokens) == 10 + 10  # 축구/NNG and 하/VV; the particle and the ending bring none
 
 
 def test_damaged_cache_file_does_not_break_a_run(tmp_path):

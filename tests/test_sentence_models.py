@@ -37,6 +37,20 @@ def test_topic_classifier_learns_planted_topic_words():
     assert np.allclose(model.predict_proba(test).sum(axis=1), 1.0)
 
 
+def test_topic_classifier_reaches_unseen_words_through_their_neighbours():
+    # Training titles name 축구 and 반도체 only; the test titles use words never seen in training whose
+    # nearest morphemes in Kiwi's language model include the training words.
+    rng = random.Random(4)
+    train = [YnatExample(f"n{i}", " ".join(rng.sample(FILLER, 3) + [word]), label)
+             for i, (word, label) in enumerate([("축구", "스포츠"), ("반도체", "IT과학")] * 30)]
+    test = [YnatExample("u1", "농구 소식", "스포츠"), YnatExample("u2", "메모리 소식", "IT과학")]
+    labels = [r.label for r in train]
+    expanded = TopicClassifier(C=10.0, min_df=1, char_ngrams=None).fit(train, labels)
+    plain = TopicClassifier(C=10.0, min_df=1, char_ngrams=None, neighbours=0).fit(train, labels)
+    assert list(expanded.predict(test)) == ["스포츠", "IT과학"]
+    assert np.allclose(plain.predict_proba(test)[0], plain.predict_proba(test)[1])
+
+
 def test_models_survive_clone():
     for model in (TopicClassifier(C=3.0), InferenceClassifier(C=0.5), SimilarityRegressor(max_iter=50)):
         copy = clone(model)

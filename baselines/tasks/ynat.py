@@ -17,7 +17,7 @@ from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, requ
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, jsonl_records,
                                 label_predictions)
 from features.analysis import analyze
-from features.vectorize import CharacterNgrams, MorphemeNgrams
+from features.vectorize import CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, prefetch_neighbours
 
 LABELS = ("IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치")
 
@@ -66,14 +66,16 @@ def most_frequent_label(random_state: int = 0, resources: dict | None = None) ->
 
 
 class TopicClassifier(BaseEstimator, ClassifierMixin):
-    """TF-IDF over Kiwi morpheme n-grams and character n-grams of the title -> logistic regression."""
+    """TF-IDF over Kiwi morpheme n-grams, character n-grams and the morphemes' nearest neighbours in Kiwi's
+    language model (`neighbours` per morpheme; 0 leaves them out) -> logistic regression."""
 
-    def __init__(self, C: float = 2.0, morpheme_ngrams: tuple[int, int] = (1, 2),
-                 char_ngrams: tuple[int, int] = (1, 3), min_df: int = 2, class_weight: str | None = None,
-                 max_iter: int = 300, random_state: int = 0):
+    def __init__(self, C: float = 1.0, morpheme_ngrams: tuple[int, int] = (1, 2),
+                 char_ngrams: tuple[int, int] = (1, 3), neighbours: int = 20, min_df: int = 2,
+                 class_weight: str | None = None, max_iter: int = 300, random_state: int = 0):
         self.C = C
         self.morpheme_ngrams = morpheme_ngrams
         self.char_ngrams = char_ngrams
+        self.neighbours = neighbours
         self.min_df = min_df
         self.class_weight = class_weight
         self.max_iter = max_iter
@@ -85,11 +87,20 @@ class TopicClassifier(BaseEstimator, ClassifierMixin):
         if self.char_ngrams:
             parts.append(("characters", TfidfVectorizer(analyzer=CharacterNgrams(self.char_ngrams),
                                                         min_df=self.min_df, sublinear_tf=True)))
+        if self.neighbours:
+            parts.append(("neighbours", TfidfVectorizer(analyzer=MorphemeNeighbours(self.neighbours),
+                                                        min_df=self.min_df, sublinear_tf=True)))
         return FeatureUnion(parts)
+
+    def _analyses(self, records: Sequence[YnatExample]) -> list:
+        analyses = analyze(r.title for r in records)
+        if self.neighbours:
+            prefetch_neighbours(analyses, self.neighbours)
+        return analyses
 
     def fit(self, records: Sequence[YnatExample], y: Sequence[str]) -> "TopicClassifier":
         self.vectorizer_ = self._features()
-        features = self.vectorizer_.fit_transform(analyze(r.title for r in records))
+        features = self.vectorizer_.fit_transform(self._analyses(records))
         self.classifier_ = LogisticRegression(C=self.C, max_iter=self.max_iter, class_weight=self.class_weight,
                                               random_state=self.random_state)
         self.classifier_.fit(features, np.asarray(y))
@@ -97,7 +108,7 @@ class TopicClassifier(BaseEstimator, ClassifierMixin):
         return self
 
     def predict_proba(self, records: Sequence[YnatExample]) -> np.ndarray:
-        return self.classifier_.predict_proba(self.vectorizer_.transform(analyze(r.title for r in records)))
+        return self.classifier_.predict_proba(self.vectorizer_.transform(self._analyses(records)))
 
     def predict(self, records: Sequence[YnatExample]) -> np.ndarray:
         return self.classes_[self.predict_proba(records).argmax(axis=1)]
