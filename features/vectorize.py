@@ -80,14 +80,31 @@ class CharacterNgrams:
 NEIGHBOUR_TAGS = frozenset({"NNG", "NNP", "VV", "VA", "XR", "SL", "NR", "MAG"})
 
 
-def neighbour_queries(analysis: Analysis) -> list[tuple[str, str]]:
-    """The (form, Kiwi tag) of each morpheme of `analysis` whose neighbours are wanted."""
-    return [(form, tag) for form, tag in zip(analysis.forms, analysis.tags) if to_sejong(tag) in NEIGHBOUR_TAGS]
+def neighbour_queries(analysis: Analysis, indices: Iterable[int] | None = None) -> list[tuple[str, str]]:
+    """The (form, Kiwi tag) of each morpheme of `analysis` (or of those at `indices`) whose neighbours
+    are wanted."""
+    chosen = range(len(analysis)) if indices is None else indices
+    return [(analysis.forms[i], analysis.tags[i]) for i in chosen if to_sejong(analysis.tags[i]) in NEIGHBOUR_TAGS]
 
 
-def prefetch_neighbours(analyses: Iterable[Analysis], top_n: int) -> None:
-    """Look up the neighbours of every morpheme of a batch at once (one cache query, one progress bar)."""
-    neighbours((query for analysis in analyses for query in neighbour_queries(analysis)), top_n)
+def prefetch_neighbours(analyses: Sequence[Analysis], top_n: int,
+                        indices: Sequence[Iterable[int]] | None = None) -> None:
+    """Look up the neighbours of every morpheme of a batch (or of the morphemes at `indices[k]` in
+    `analyses[k]`) at once: one cache query, one progress bar."""
+    chosen = indices if indices is not None else [None] * len(analyses)
+    neighbours((query for analysis, where in zip(analyses, chosen) for query in neighbour_queries(analysis, where)),
+               top_n)
+
+
+def neighbour_tokens(analysis: Analysis, top_n: int, indices: Iterable[int] | None = None) -> list[tuple[str, ...]]:
+    """For each morpheme of `analysis`, 'form/TAG' of its `top_n` nearest morphemes in Kiwi's language model,
+    nearest first; none for particles, endings, punctuation, morphemes the model does not know, and
+    morphemes outside `indices` when it is given."""
+    wanted = set(range(len(analysis)) if indices is None else indices)
+    found = neighbours(neighbour_queries(analysis, sorted(wanted)), top_n)
+    return [tuple(f"{near}/{to_sejong(near_tag)}" for near, near_tag, _score in found[(form, tag)])
+            if i in wanted and to_sejong(tag) in NEIGHBOUR_TAGS else ()
+            for i, (form, tag) in enumerate(zip(analysis.forms, analysis.tags))]
 
 
 class MorphemeNeighbours:
@@ -105,9 +122,7 @@ class MorphemeNeighbours:
     def __call__(self, document: Analysis | str) -> list[str]:
         if isinstance(document, str):
             document = analyze([document])[0]
-        queries = neighbour_queries(document)
-        found = neighbours(queries, self.top_n)
-        return [f"{form}/{to_sejong(tag)}" for query in queries for form, tag, _score in found[query]]
+        return [token for tokens in neighbour_tokens(document, self.top_n) for token in tokens]
 
     def __repr__(self) -> str:
         return f"MorphemeNeighbours(top_n={self.top_n})"

@@ -13,6 +13,7 @@ from baselines.tasks.ner import CharacterCRF, NerSentence, character_features, r
 from baselines.tasks.re import Entity, ReExample, RelationClassifier, entity_characters, pair_features
 from features.analysis import analyze
 from features.morphemes import Analysis
+from features.vectorize import neighbour_tokens
 
 
 def test_character_features_on_mixed_scripts_and_zero_length_morpheme():
@@ -26,6 +27,15 @@ def test_character_features_on_mixed_scripts_and_zero_length_morpheme():
     zero = Analysis("가나", ["가", "ㄴ", "나"], ["NNG", "ETM", "NNG"], array("i", [0, 1, 1]), array("i", [1, 1, 2]))
     rows = character_features("가나", zero)
     assert [r["mf"] for r in rows] == ["가", "나"]
+
+
+def test_character_features_carry_the_covering_morphemes_neighbours():
+    text = "축구 경기"
+    analysis = analyze([text])[0]
+    rows = character_features(text, analysis, neighbour_tokens(analysis, 10))
+    assert "nb=농구/NNG" in rows[0] and "nb=농구/NNG" in rows[1]
+    assert not any(name.startswith("nb=") for name in rows[2])  # the space
+    assert not any(name.startswith("nb=") for name in character_features(text, analysis)[0])
 
 
 def test_iob2_repair():
@@ -112,6 +122,11 @@ def test_entity_surface_and_typed_words():
     rich = pair_features(record, analysis, entity_surface=True, typed_words=True)
     assert "word=결혼|PER>PER" in rich and "word=결혼|PER>PER" not in plain
     assert "subject_suffix=수|PER" in rich and set(plain) < set(rich)
+    record = ReExample("r2", "김철수 사장은 회사를 떠났다.", Entity("회사", 8, 9, "ORG"), Entity("사장", 4, 5, "POH"))
+    analysis = analyze([record.sentence])[0]
+    near = pair_features(record, analysis, morpheme_neighbours=neighbour_tokens(analysis, 10))
+    assert "object_neighbour=회장/NNG|POH" in near
+    assert {name.split("|")[1] for name in near if name.startswith("subject_neighbour=")} == {"ORG"}
 
 
 def _relation_list(tmp_path):

@@ -20,7 +20,7 @@ from features.align import morphemes_in_span
 from features.analysis import analyze
 from features.morphemes import Analysis
 from features.tags import to_sejong
-from features.vectorize import CONTENT_TAGS
+from features.vectorize import CONTENT_TAGS, neighbour_tokens, prefetch_neighbours
 
 RELATION_LIST = "relation_list.json"
 
@@ -129,12 +129,22 @@ def entity_characters(role: str, entity: Entity) -> dict[str, float]:
     return features
 
 
+def entity_morphemes(record: ReExample, analysis: Analysis) -> list[int]:
+    """Indices of the morphemes inside the subject or the object."""
+    return sorted(set(morphemes_in_span(analysis, record.subject.start, record.subject.end + 1))
+                  | set(morphemes_in_span(analysis, record.object.start, record.object.end + 1)))
+
+
 def pair_features(record: ReExample, analysis: Analysis, window: int = 3, between_characters: bool = False,
-                  entity_surface: bool = False, typed_words: bool = False) -> dict[str, float]:
+                  entity_surface: bool = False, typed_words: bool = False,
+                  morpheme_neighbours: Sequence[Sequence[str]] | None = None) -> dict[str, float]:
     """Indicator features of one entity pair: types, order and distance, the entities' morphemes and
     the particles after them, the morphemes between and around them, and the sentence's content
     morphemes with both entities masked by their types. Optionally the entities' character surface, and
-    the sentence's common nouns and verbs crossed with the type pair ('결혼' says spouse only for PER>PER)."""
+    the sentence's common nouns and verbs crossed with the type pair ('결혼' says spouse only for PER>PER),
+    and, given `morpheme_neighbours` (per morpheme, as features.vectorize.neighbour_tokens gives), the
+    nearest morphemes of the entities' morphemes in Kiwi's language model with the entity's type (an
+    object 사장 then looks like 대표 and 회장)."""
     subject, obj = record.subject, record.object
     pair = f"{subject.type}>{obj.type}"
     tokens = [f"{form}/{to_sejong(tag)}" for form, tag in zip(analysis.forms, analysis.tags)]
@@ -147,8 +157,12 @@ def pair_features(record: ReExample, analysis: Analysis, window: int = 3, betwee
     if subject.start <= obj.end and obj.start <= subject.end:
         features["nested"] = 1.0
     for name, index in (("subject", subject_index), ("object", object_index)):
+        entity_type = subject.type if name == "subject" else obj.type
         for i in index:
             features[f"{name}_morpheme={tokens[i]}"] = 1.0
+            if morpheme_neighbours is not None:
+                for token in morpheme_neighbours[i]:
+                    features[f"{name}_neighbour={token}|{entity_type}"] = 1.0
         if index:
             last = max(index)
             after = [tokens[i] for i in range(last + 1, min(last + 3, len(tokens)))
@@ -195,8 +209,9 @@ class RelationClassifier(BaseEstimator, ClassifierMixin):
 
     def __init__(self, C: float = 1.0, window: int = 3, min_count: int = 2, adapt_priors: bool = False,
                  between_characters: bool = True, entity_surface: bool = True, typed_words: bool = True,
-                 max_iter: int = 300, random_state: int = 0):
+                 entity_neighbours: int = 10, max_iter: int = 300, random_state: int = 0):
         self.C = C
+        self.entity_neighbours = entity_neighbours
         self.between_characters = between_characters
         self.entity_surface = entity_surface
         self.typed_words = typed_words
@@ -208,8 +223,13 @@ class RelationClassifier(BaseEstimator, ClassifierMixin):
 
     def _dicts(self, records: Sequence[ReExample]) -> list[dict[str, float]]:
         analyses = analyze(r.sentence for r in records)
-        return [pair_features(r, a, self.window, self.between_characters, self.entity_surface, self.typed_words)
-                for r, a in zip(records, analyses)]
+        neighbours = [None] * len(records)
+        if self.entity_neighbours:  # only the entities' morphemes need them
+            spans = [entity_morphemes(r, a) for r, a in zip(records, analyses)]
+            prefetch_neighbours(analyses, self.entity_neighbours, spans)
+            neighbours = [neighbour_tokens(a, self.entity_neighbours, span) for a, span in zip(analyses, spans)]
+        return [pair_features(r, a, self.window, self.between_characters, self.entity_surface, self.typed_words, near)
+                for r, a, near in zip(records, analyses, neighbours)]
 
     def fit(self, records: Sequence[ReExample], y: Sequence[str]) -> "RelationClassifier":
         self.vectorizer_ = DictVectorizer()
