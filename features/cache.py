@@ -89,21 +89,13 @@ class AnalysisCache:
         morpheme_of = {key: morpheme for morpheme, key in keys.items()}
         found = {}
         for key, value in self._select("neighbours", morpheme_of):
-            payload = value[_CHECKSUM:]
-            if value[:_CHECKSUM] != _checksum(key, payload):
-                continue
-            try:
-                found[morpheme_of[key]] = tuple(marshal.loads(payload))
-            except (EOFError, ValueError, TypeError):
-                continue
+            neighbours = _unseal(key, value)
+            if isinstance(neighbours, tuple):
+                found[morpheme_of[key]] = neighbours
         return found
 
     def put_neighbours(self, entries: list[tuple[bytes, tuple]]) -> None:
-        rows = []
-        for key, neighbours in entries:
-            payload = marshal.dumps(tuple(neighbours))
-            rows.append((key, _checksum(key, payload) + payload))
-        self._insert("neighbours", rows)
+        self._insert("neighbours", [(key, _seal(key, tuple(neighbours))) for key, neighbours in entries])
 
     def _select(self, table: str, keys) -> list[tuple[bytes, bytes]]:
         rows = []
@@ -147,24 +139,38 @@ def _checksum(key: bytes, payload: bytes) -> bytes:
     return hashlib.blake2b(payload, key=key[:16], digest_size=_CHECKSUM).digest()
 
 
-def encode(key: bytes, analysis: Analysis) -> bytes:
-    """A checksum tied to the key, then the marshalled columns: a damaged value, or one stored under
-    another text's key, fails the checksum instead of being validated morpheme by morpheme."""
-    offsets = array("i", analysis.starts) + array("i", analysis.ends)
-    payload = marshal.dumps((analysis.forms, analysis.tags, offsets.tobytes()))
+def _seal(key: bytes, value: object) -> bytes:
+    """A checksum tied to the key, then the marshalled value: a damaged entry, or one stored under another
+    key, fails the checksum instead of being validated field by field."""
+    payload = marshal.dumps(value)
     return _checksum(key, payload) + payload
+
+
+def _unseal(key: bytes, stored: bytes) -> object | None:
+    """The value `_seal` stored under `key`, or None when the entry is damaged or belongs to another key."""
+    payload = stored[_CHECKSUM:]
+    if stored[:_CHECKSUM] != _checksum(key, payload):
+        return None
+    try:
+        return marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return None
+
+
+def encode(key: bytes, analysis: Analysis) -> bytes:
+    """The analysis's columns, sealed under its text's key."""
+    offsets = array("i", analysis.starts) + array("i", analysis.ends)
+    return _seal(key, (analysis.forms, analysis.tags, offsets.tobytes()))
 
 
 def decode(text: str, key: bytes, value: bytes) -> Analysis | None:
     """The cached analysis of `text`, or None when the entry is damaged or belongs to another key."""
-    payload = value[_CHECKSUM:]
-    if value[:_CHECKSUM] != _checksum(key, payload):
-        return None
+    columns = _unseal(key, value)
     try:
-        forms, tags, offset_bytes = marshal.loads(payload)
+        forms, tags, offset_bytes = columns
         offsets = array("i")
         offsets.frombytes(offset_bytes)
-    except (EOFError, ValueError, TypeError):
+    except (ValueError, TypeError):
         return None
     size = len(forms)
     if len(tags) != size or len(offsets) != 2 * size:
