@@ -156,13 +156,12 @@ def pair_features(record: ReExample, analysis: Analysis, window: int = 3, betwee
                 f"subject={subject.word.lower()}": 1.0, f"object={obj.word.lower()}": 1.0}
     if subject.start <= obj.end and obj.start <= subject.end:
         features["nested"] = 1.0
-    for name, index in (("subject", subject_index), ("object", object_index)):
-        entity_type = subject.type if name == "subject" else obj.type
+    for name, index, entity in (("subject", subject_index, subject), ("object", object_index, obj)):
         for i in index:
             features[f"{name}_morpheme={tokens[i]}"] = 1.0
             if morpheme_neighbours is not None:
                 for token in morpheme_neighbours[i]:
-                    features[f"{name}_neighbour={token}|{entity_type}"] = 1.0
+                    features[f"{name}_neighbour={token}|{entity.type}"] = 1.0
         if index:
             last = max(index)
             after = [tokens[i] for i in range(last + 1, min(last + 3, len(tokens)))
