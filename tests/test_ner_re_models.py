@@ -5,11 +5,13 @@ import random
 from array import array
 
 import numpy as np
+import pytest
 
 from baselines.driver import versions
 from baselines.persistence import load_model, save_model
 from baselines.registry import get_task
-from baselines.tasks.ner import CharacterCRF, NerSentence, character_features, repair_iob2
+from baselines.tasks.ner import (CharacterCRF, NerSentence, character_features, iobes_to_iob2,
+                                 jackknifed_type_features, morpheme_types, repair_iob2, to_iobes)
 from baselines.tasks.re import Entity, ReExample, RelationClassifier, entity_characters, pair_features
 from features.analysis import analyze
 from features.morphemes import Analysis
@@ -38,9 +40,38 @@ def test_character_features_carry_the_covering_morphemes_neighbours():
     assert not any(name.startswith("nb=") for name in character_features(text, analysis)[0])
 
 
+def test_every_character_of_a_stem_sees_its_first_and_last_characters():
+    text = "해양수산부는 발표했다"
+    rows = character_features(text, analyze([text])[0])
+    assert (rows[0]["sf1"], rows[0]["sl1"], rows[0]["sl2"]) == ("해", "부", "산부")
+    assert rows[4]["sl1"] == "부" and "sl1" not in rows[5]  # the particle 는 is outside the stem
+
+
+def test_type_priors_of_a_sentence_come_from_the_other_folds_only():
+    texts = ["서울에 갔다.", "서울은 크다.", "부산에 갔다."]
+    tags = [["B-LC", "I-LC"] + ["O"] * 5, ["B-OG", "I-OG"] + ["O"] * 5, ["B-LC", "I-LC"] + ["O"] * 5]
+    analyses = analyze(texts)
+    typed = [morpheme_types(a, t) for a, t in zip(analyses, tags)]
+    assert (("서울", "NNP"), "LC") in typed[0] and (("서울", "NNP"), "OG") in typed[1]
+    priors = jackknifed_type_features(typed, 3)
+    assert priors[0][("서울", "NNP")] == {"ty=OG": 1.0, "ty#": 0.1}  # only the second sentence counts
+    assert priors[2][("부산", "NNP")] == {}  # seen in its own fold only: no prior at all
+    model = CharacterCRF(max_iterations=5, neighbours=0, type_folds=3).fit(
+        [NerSentence(str(i), text) for i, text in enumerate(texts)], tags)
+    assert model.morpheme_types_[("서울", "NNP")] == {"ty=LC": 0.5, "ty=OG": 0.5, "ty#": 0.2}
+
+
 def test_iob2_repair():
     assert repair_iob2(["I-PS", "I-PS", "O", "I-LC", "B-OG", "I-DT"]) == ["B-PS", "I-PS", "O", "B-LC", "B-OG", "B-DT"]
     assert repair_iob2(["B-PS", "I-PS"]) == ["B-PS", "I-PS"]
+
+
+def test_iobes_round_trip():
+    tags = ["B-PS", "I-PS", "I-PS", "O", "B-LC", "O", "B-OG", "I-OG", "B-OG", "I-DT"]
+    assert to_iobes(tags) == ["B-PS", "I-PS", "E-PS", "O", "S-LC", "O", "B-OG", "E-OG", "S-OG", "E-DT"]
+    assert iobes_to_iob2(to_iobes(tags)) == tags
+    with pytest.raises(ValueError, match="scheme"):
+        CharacterCRF(scheme="bilou").fit([NerSentence("a", "가")], [["O"]])
 
 
 NAMES = ["김철수", "이영희", "박민수", "최지우", "정하늘", "강다은"]

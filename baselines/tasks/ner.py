@@ -1,6 +1,7 @@
 """NER: character-level IOB2 tagging of persons, locations, organisations, dates, times and quantities."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -15,7 +16,8 @@ from features.align import char_to_eojeol, char_to_morpheme
 from features.analysis import analyze
 from features.characters import char_class, shape
 from features.morphemes import Analysis, eojeol_spans
-from features.vectorize import neighbour_tokens, prefetch_neighbours
+from features.tags import to_sejong
+from features.vectorize import NEIGHBOUR_TAGS, neighbour_tokens, prefetch_neighbours
 
 TAGS = scoring.NER_TAGS
 
@@ -117,6 +119,25 @@ def repair_iob2(tags: Sequence[str]) -> list[str]:
     return repaired
 
 
+def to_iobes(tags: Sequence[str]) -> list[str]:
+    """IOB2 -> IOBES: the last character of an entity becomes E-X, a one-character entity S-X."""
+    converted = []
+    for index, tag in enumerate(tags):
+        following = tags[index + 1] if index + 1 < len(tags) else "O"
+        continues = following.startswith("I-") and following[2:] == tag[2:]
+        if tag.startswith("B-"):
+            tag = ("B-" if continues else "S-") + tag[2:]
+        elif tag.startswith("I-"):
+            tag = ("I-" if continues else "E-") + tag[2:]
+        converted.append(tag)
+    return converted
+
+
+def iobes_to_iob2(tags: Sequence[str]) -> list[str]:
+    """IOBES -> IOB2 (then repair_iob2 for sequences that IOBES itself would not allow)."""
+    return [("B-" if tag[:2] in ("B-", "S-") else "I-") + tag[2:] if tag != "O" else tag for tag in tags]
+
+
 def _position(index: int, start: int, end: int) -> str:
     """Where a character sits in a unit: S single, B begin, E end, I inside."""
     if end - start <= 1:
@@ -136,12 +157,58 @@ def eojeol_stems(text: str, analysis: Analysis, tags: list[str]) -> list[tuple[i
     return [(start, max(end, start)) for (start, _word_end), end in zip(words, stem_end)]
 
 
+MorphemeKey = tuple[str, str]  # (form, Kiwi tag)
+
+
+def morpheme_types(analysis: Analysis, tags: Sequence[str]) -> list[tuple[MorphemeKey, str]]:
+    """Each content morpheme of a tagged sentence with the entity type of its first character ('O' when it
+    is outside any entity)."""
+    typed = []
+    for form, tag, start in zip(analysis.forms, analysis.tags, analysis.starts):
+        if to_sejong(tag) in NEIGHBOUR_TAGS and start < len(tags):
+            typed.append(((form, tag), tags[start][2:] or "O"))
+    return typed
+
+
+def type_features(counts: Counter) -> dict[str, float]:
+    """How a morpheme was tagged in training: the share of each type ('O' included) and how often it was
+    seen (capped at 10, scaled to 1)."""
+    total = sum(counts.values())
+    features = {f"ty={kind}": count / total for kind, count in sorted(counts.items()) if count}
+    if features:
+        features["ty#"] = min(total, 10) / 10
+    return features
+
+
+def jackknifed_type_features(typed: Sequence[Sequence[tuple[MorphemeKey, str]]],
+                             folds: int) -> list[dict[MorphemeKey, dict[str, float]]]:
+    """For each training sentence, type_features of its morphemes counted on the other folds only
+    (sentence k is in fold k % folds): counted on all, a morpheme seen once would look like a sure entry."""
+    by_fold = [dict() for _ in range(folds)]
+    for index, sentence in enumerate(typed):
+        fold = by_fold[index % folds]
+        for key, kind in sentence:
+            fold.setdefault(key, Counter())[kind] += 1
+    total: dict[MorphemeKey, Counter] = {}
+    for fold in by_fold:
+        for key, counts in fold.items():
+            total.setdefault(key, Counter()).update(counts)
+    features = []
+    for index, sentence in enumerate(typed):
+        own = by_fold[index % folds]
+        features.append({key: type_features(total[key] - own[key]) for key, _kind in sentence})
+    return features
+
+
 def character_features(text: str, analysis: Analysis,
-                       morpheme_neighbours: Sequence[Sequence[str]] | None = None) -> list[dict[str, str | float]]:
+                       morpheme_neighbours: Sequence[Sequence[str]] | None = None,
+                       morpheme_priors: dict[MorphemeKey, dict[str, float]] | None = None,
+                       ) -> list[dict[str, str | float]]:
     """crfsuite features for every character of the sentence (spaces included, as in the data); with
     `morpheme_neighbours` (per morpheme, as features.vectorize.neighbour_tokens gives), also the nearest
     morphemes of the covering morpheme in Kiwi's language model (a name Kiwi knows but training never saw
-    is near names of its kind: 삼성전자 -> 인텔, 애플)."""
+    is near names of its kind: 삼성전자 -> 인텔, 애플); with `morpheme_priors`, the covering morpheme's
+    type_features."""
     size = len(text)
     classes = [char_class(c) for c in text]
     morpheme_of = char_to_morpheme(analysis)
@@ -182,6 +249,8 @@ def character_features(text: str, analysis: Analysis,
             if morpheme_neighbours is not None:
                 for token in morpheme_neighbours[m]:
                     features[f"nb={token}"] = 1.0
+            if morpheme_priors is not None:
+                features.update(morpheme_priors.get((analysis.forms[m], analysis.tags[m]), {}))
         w = eojeol_of[i]
         if w >= 0:
             start, end = words[w]
@@ -192,38 +261,65 @@ def character_features(text: str, analysis: Analysis,
                 "sp": _position(i, stem_start, stem_end) if i < stem_end else "X",
                 "st": stem(w), "st-1": stem(w - 1), "st+1": stem(w + 1),
             })
+            if i < stem_end:
+                # The stem's first and last characters reach every character of it: '부' ends
+                # 해양수산부 and most ministries, which a window of two characters cannot see from '해'.
+                stem_text = text[stem_start:stem_end]
+                features.update({"sf1": stem_text[0], "sl1": stem_text[-1], "sl2": stem_text[-2:]})
         rows.append(features)
     return rows
 
 
 class CharacterCRF(BaseEstimator):
     """Linear-chain CRF (sklearn-crfsuite, L-BFGS with elastic net) over characters, with character,
-    class, window and n-gram features, the Kiwi morpheme covering each character and that morpheme's
-    `neighbours` nearest morphemes in Kiwi's language model (0 leaves them out)."""
+    class, window and n-gram features, the Kiwi morpheme covering each character, that morpheme's
+    `neighbours` nearest morphemes in Kiwi's language model (0 leaves them out) and how that morpheme was
+    tagged in training (type_features; on the training sentences counted in `type_folds` folds, each
+    sentence on the others; 0 leaves them out). With scheme 'iobes' the CRF learns IOBES tags, so that
+    an entity's last character has a label of its own; predictions are IOB2 either way."""
 
-    def __init__(self, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 150, neighbours: int = 20,
-                 random_state: int = 0):
+    def __init__(self, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 110, neighbours: int = 20,
+                 type_folds: int = 5, scheme: str = "iobes", random_state: int = 0):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
         self.neighbours = neighbours
+        self.type_folds = type_folds
+        self.scheme = scheme
         self.random_state = random_state  # L-BFGS is deterministic; kept for the common model interface
 
-    def _features(self, records: Sequence[NerSentence]) -> list[list[dict[str, str | float]]]:
-        analyses = analyze(r.text for r in records)
+    def _features(self, records: Sequence[NerSentence], analyses: Sequence[Analysis],
+                  priors: Sequence[dict | None]) -> list[list[dict[str, str | float]]]:
         if not self.neighbours:
-            return [character_features(r.text, a) for r, a in zip(records, analyses)]
+            return [character_features(r.text, a, None, p) for r, a, p in zip(records, analyses, priors)]
         prefetch_neighbours(analyses, self.neighbours)
-        return [character_features(r.text, a, neighbour_tokens(a, self.neighbours)) for r, a in zip(records, analyses)]
+        return [character_features(r.text, a, neighbour_tokens(a, self.neighbours), p)
+                for r, a, p in zip(records, analyses, priors)]
 
     def fit(self, records: Sequence[NerSentence], y: Sequence[Sequence[str]]) -> "CharacterCRF":
+        if self.scheme not in ("iob2", "iobes"):
+            raise ValueError(f"scheme must be 'iob2' or 'iobes', not {self.scheme!r}")
+        analyses = analyze(r.text for r in records)
+        priors: Sequence[dict | None] = [None] * len(records)
+        self.morpheme_types_: dict[MorphemeKey, dict[str, float]] | None = None
+        if self.type_folds:
+            typed = [morpheme_types(a, tags) for a, tags in zip(analyses, y)]
+            priors = jackknifed_type_features(typed, self.type_folds)
+            counts: dict[MorphemeKey, Counter] = {}
+            for sentence in typed:
+                for key, kind in sentence:
+                    counts.setdefault(key, Counter())[kind] += 1
+            self.morpheme_types_ = {key: type_features(c) for key, c in counts.items()}
         self.crf_ = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=self.c1, c2=self.c2,
                                          max_iterations=self.max_iterations, all_possible_transitions=True)
-        self.crf_.fit(self._features(records), [list(tags) for tags in y])
+        self.crf_.fit(self._features(records, analyses, priors),
+                      [to_iobes(tags) if self.scheme == "iobes" else list(tags) for tags in y])
         return self
 
     def predict(self, records: Sequence[NerSentence]) -> list[list[str]]:
-        return [repair_iob2(tags) for tags in self.crf_.predict(self._features(records))]
+        analyses = analyze(r.text for r in records)
+        features = self._features(records, analyses, [self.morpheme_types_] * len(records))
+        return [repair_iob2(iobes_to_iob2(tags)) for tags in self.crf_.predict(features)]
 
 
 def character_crf(random_state: int = 0, resources: dict | None = None) -> CharacterCRF:
