@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import sklearn_crfsuite
 from sklearn.base import BaseEstimator
@@ -180,19 +180,21 @@ def type_features(counts: Counter) -> dict[str, float]:
     return features
 
 
+def count_types(typed: Iterable[Sequence[tuple[MorphemeKey, str]]]) -> dict[MorphemeKey, Counter]:
+    """How often each morpheme had each type, over sentences of morpheme_types."""
+    counts: dict[MorphemeKey, Counter] = {}
+    for sentence in typed:
+        for key, kind in sentence:
+            counts.setdefault(key, Counter())[kind] += 1
+    return counts
+
+
 def jackknifed_type_features(typed: Sequence[Sequence[tuple[MorphemeKey, str]]],
                              folds: int) -> list[dict[MorphemeKey, dict[str, float]]]:
     """For each training sentence, type_features of its morphemes counted on the other folds only
     (sentence k is in fold k % folds): counted on all, a morpheme seen once would look like a sure entry."""
-    by_fold = [dict() for _ in range(folds)]
-    for index, sentence in enumerate(typed):
-        fold = by_fold[index % folds]
-        for key, kind in sentence:
-            fold.setdefault(key, Counter())[kind] += 1
-    total: dict[MorphemeKey, Counter] = {}
-    for fold in by_fold:
-        for key, counts in fold.items():
-            total.setdefault(key, Counter()).update(counts)
+    by_fold = [count_types(typed[fold::folds]) for fold in range(folds)]
+    total = count_types(typed)
     features = []
     for index, sentence in enumerate(typed):
         own = by_fold[index % folds]
@@ -305,11 +307,7 @@ class CharacterCRF(BaseEstimator):
         if self.type_folds:
             typed = [morpheme_types(a, tags) for a, tags in zip(analyses, y)]
             priors = jackknifed_type_features(typed, self.type_folds)
-            counts: dict[MorphemeKey, Counter] = {}
-            for sentence in typed:
-                for key, kind in sentence:
-                    counts.setdefault(key, Counter())[kind] += 1
-            self.morpheme_types_ = {key: type_features(c) for key, c in counts.items()}
+            self.morpheme_types_ = {key: type_features(c) for key, c in count_types(typed).items()}
         self.crf_ = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=self.c1, c2=self.c2,
                                          max_iterations=self.max_iterations, all_possible_transitions=True)
         self.crf_.fit(self._features(records, analyses, priors),
