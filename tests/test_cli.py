@@ -172,3 +172,16 @@ def test_tasks_lists_every_task():
     result = invoke("tasks")
     for code in TASK_CODES:
         assert result.output.count(f"{code} ") >= 1
+
+
+def test_tune_writes_every_trial_with_all_metrics(tmp_path):
+    result = invoke("tune", "sts", "--param", "max_iter=5,50", "--folds", "2", "--results-dir", str(tmp_path))
+    assert "best by pearsonr" in result.output
+    report = json.loads(next((tmp_path / "tuning").glob("sts-*.json")).read_text(encoding="utf-8"))
+    assert sorted(trial["params"]["max_iter"] for trial in report["trials"]) == [5, 50]
+    for trial in report["trials"]:
+        assert len(trial["scores"]) == 2
+        assert trial["all_means"]["pearsonr"] == trial["mean"]
+        assert "f1" in trial["all_means"]  # the task's other metric rides along
+    assert report["trials"][0]["mean"] >= report["trials"][1]["mean"]
+    assert report["command"].startswith("klue-baselines ")
