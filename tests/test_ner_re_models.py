@@ -66,12 +66,14 @@ def test_iob2_repair():
     assert repair_iob2(["B-PS", "I-PS"]) == ["B-PS", "I-PS"]
 
 
-def test_iobes_round_trip():
+def test_iobes_round_trip_and_bad_settings():
     tags = ["B-PS", "I-PS", "I-PS", "O", "B-LC", "O", "B-OG", "I-OG", "B-OG", "I-DT"]
     assert to_iobes(tags) == ["B-PS", "I-PS", "E-PS", "O", "S-LC", "O", "B-OG", "E-OG", "S-OG", "E-DT"]
     assert iobes_to_iob2(to_iobes(tags)) == tags
     with pytest.raises(ValueError, match="scheme"):
         CharacterCRF(scheme="bilou").fit([NerSentence("a", "가")], [["O"]])
+    with pytest.raises(ValueError, match="type_folds"):
+        CharacterCRF(type_folds=1).fit([NerSentence("a", "가")], [["O"]])
 
 
 NAMES = ["김철수", "이영희", "박민수", "최지우", "정하늘", "강다은"]

@@ -301,6 +301,8 @@ class CharacterCRF(BaseEstimator):
     def fit(self, records: Sequence[NerSentence], y: Sequence[Sequence[str]]) -> "CharacterCRF":
         if self.scheme not in ("iob2", "iobes"):
             raise ValueError(f"scheme must be 'iob2' or 'iobes', not {self.scheme!r}")
+        if self.type_folds == 1:  # one fold would leave no other fold to count on: every prior empty
+            raise ValueError("type_folds must be 0 (no type priors) or at least 2")
         analyses = analyze(r.text for r in records)
         priors: Sequence[dict | None] = [None] * len(records)
         self.morpheme_types_: dict[MorphemeKey, dict[str, float]] | None = None
