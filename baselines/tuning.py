@@ -38,14 +38,14 @@ def cross_validate(task: TaskSpec, estimator, records: Sequence, resources: dict
         splits = splitter.split(indices, groups=[task.group(r) for r in records])
     else:
         splits = KFold(n_splits=folds, shuffle=True, random_state=seed).split(indices)
-    scores = []
+    fold_metrics = []
     for number, (train_index, test_index) in enumerate(splits, start=1):
         train = [records[i] for i in train_index]
         test = [records[i] for i in test_index]
         model = clone(estimator).fit(train, task.targets(train))
-        scores.append(task.score(test, task.predict(model, test), resources))
-        log(f"  fold {number}/{folds}: {metric} {scores[-1][metric]:.2f}")
-    return scores
+        fold_metrics.append(task.score(test, task.predict(model, test), resources))
+        log(f"  fold {number}/{folds}: {metric} {fold_metrics[-1][metric]:.2f}")
+    return fold_metrics
 
 
 def grid_search(task: TaskSpec, estimator, records: Sequence, resources: dict, grid: dict[str, list[Any]],
@@ -62,9 +62,11 @@ def grid_search(task: TaskSpec, estimator, records: Sequence, resources: dict, g
         fold_metrics = cross_validate(task, clone(estimator).set_params(**params), records, resources, metric,
                                       folds, seed, log)
         scores = [fold[metric] for fold in fold_metrics]
+        # A per-kind metric (MRC's per question type) can be missing from a fold without that kind.
+        shared = [name for name in fold_metrics[0] if all(name in fold for fold in fold_metrics)]
         trials.append({"params": params, "scores": [round(s, 4) for s in scores],
                        "mean": round(float(np.mean(scores)), 4), "std": round(float(np.std(scores)), 4),
                        "all_means": {name: round(float(np.mean([fold[name] for fold in fold_metrics])), 4)
-                                     for name in fold_metrics[0]}})
+                                     for name in shared}})
     trials.sort(key=lambda trial: -trial["mean"])
     return {"metric": metric, "folds": folds, "seed": seed, "best": trials[0]["params"], "trials": trials}
