@@ -220,6 +220,10 @@ def character_features(text: str, analysis: Analysis,
     stems = eojeol_stems(text, analysis, tags)
     stem_texts = [text[s:e] if e - s <= 12 else "<long>" for s, e in stems]
     word_shapes = [shape(text[s:e]) for s, e in words]
+    # The stem's first and last characters reach every character of it: '부' ends 해양수산부 and most
+    # ministries, which a window of two characters cannot see from '해'.
+    stem_edges = [{"sf1": text[s], "sl1": text[e - 1], "sl2": text[max(e - 2, s):e]} if e > s else {}
+                  for s, e in stems]
 
     def char(i: int) -> str:
         return text[i] if 0 <= i < size else ("<s>" if i < 0 else "</s>")
@@ -264,10 +268,7 @@ def character_features(text: str, analysis: Analysis,
                 "st": stem(w), "st-1": stem(w - 1), "st+1": stem(w + 1),
             })
             if i < stem_end:
-                # The stem's first and last characters reach every character of it: '부' ends
-                # 해양수산부 and most ministries, which a window of two characters cannot see from '해'.
-                stem_text = text[stem_start:stem_end]
-                features.update({"sf1": stem_text[0], "sl1": stem_text[-1], "sl2": stem_text[-2:]})
+                features.update(stem_edges[w])
         rows.append(features)
     return rows
 
