@@ -62,6 +62,9 @@ dev_option = click.option("--dev", "dev_file", type=click.Path(dir_okay=False, e
 seed_option = click.option("--seed", default=0, show_default=True, help="Random seed of models and folds.")
 pos_option = click.option("--pos", type=click.Choice(["gold", "kiwi"]), default=None,
                           help="DP: parse with the data's POS (gold, the default) or with Kiwi's (kiwi).")
+cv_option = click.option("--cv", default=0, type=click.IntRange(min=0), help="Cross-fit K folds over the evaluation "
+                         "file (grouped by passage for MRC, by dialogue for WoS); the training file, if any, joins "
+                         "every fold.")
 model_name_option = click.option("--model", "model_name", default=None,
                                  help="Model to train: the task's default, or 'trivial' for the floor.")
 
@@ -264,8 +267,7 @@ def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir,
 @data_dir_option
 @train_option
 @dev_option
-@click.option("--cv", default=0, type=click.IntRange(min=0), help="Cross-fit K folds over the evaluation file "
-              "(grouped by passage for MRC, by dialogue for WoS); the training file, if any, joins every fold.")
+@cv_option
 @seed_option
 @pos_option
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -381,6 +383,62 @@ def bench_analysis_command(ctx, task_codes, data_dir, limit, results_dir: Path) 
     click.echo(f"cold      {cps['cold']:>10} chars/s  ({report['cold_vs_raw']:.1%} of raw; target >= 90%)")
     click.echo(f"warm      {cps['warm']:>10} chars/s  ({report['warm_speedup_over_cold']:.1f}x cold; target >= 20x)")
     click.echo(f"peak RSS  {report['peak_rss_mb']:.0f} MiB; written to {path}")
+
+
+def _fractions(_ctx, _param, value: str) -> list[float]:
+    try:
+        fractions = sorted({float(part) for part in value.split(",")})
+    except ValueError:
+        raise click.BadParameter(f"expected numbers separated by commas, not {value!r}") from None
+    if not fractions or not all(0 < fraction <= 1 for fraction in fractions):
+        raise click.BadParameter(f"every fraction must be in (0, 1]: {value!r}")
+    return fractions
+
+
+@bench.command("learning-curve")
+@task_argument
+@click.option("--fractions", default="0.25,0.5,0.75,1", show_default=True, callback=_fractions,
+              help="Shares of the training records each fit sees (whole passages or dialogues).")
+@model_name_option
+@data_dir_option
+@train_option
+@dev_option
+@cv_option
+@seed_option
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where learning-curve/<task>-<model>.json goes (default: ./results; with the shipped sample, "
+                   "nothing is written unless this is given).")
+@click.pass_context
+@friendly_errors
+def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_name, data_dir, train_file, dev_file,
+                                 cv: int, seed: int, results_dir) -> None:
+    """The dev scores of a model trained on growing shares of its training data: how far more data would
+    take it."""
+    spec, out = get_task(task), console(ctx)
+    data = _data(spec, out, data_dir, train_file, dev_file)
+    points = []
+    for fraction in fractions:
+        record = driver.evaluate_task(spec, data, model_name=model_name, seed=seed, cv=cv, log=out.log,
+                                      train_fraction=fraction)
+        points.append({"fraction": fraction, **{
+            key: record[key] for key in ("trained_on", "headline", "metrics", "seconds", "peak_rss_mb")}})
+        out.log(f"{task}: {fraction:g} of the training data: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in record["headline"].items()))
+    shared = ("task", "model", "estimator", "protocol", "cv_folds", "data_source", "files", "hyper_parameters", "seed",
+              "versions")
+    report = {key: record[key] for key in shared}
+    report.update(points=points, command=command_line())
+    if results_dir is not None or not data.is_sample:
+        path = (results_dir or Path("results")) / "learning-curve" / f"{task}-{record['model']}.json"
+        write_json_atomic(path, report)
+        out.log(f"{task}: written to {path}")
+    headline = list(points[0]["headline"])
+    click.echo("  ".join(["fraction", "trained on"] + headline))
+    for point in points:
+        low, high = min(point["trained_on"]), max(point["trained_on"])
+        trained = f"{low}-{high}" if low != high else str(low)
+        click.echo("  ".join([f"{point['fraction']:<8g}", f"{trained:<10}"]
+                             + [f"{point['headline'][k]:>{len(k)}.2f}" for k in headline]))
 
 
 def _read_predictions(spec: TaskSpec, path: Path) -> list[dict]:

@@ -156,9 +156,24 @@ def cross_fit_folds(task: TaskSpec, records: Sequence, cv: int, seed: int) -> li
     return [test for _train, test in splitter.split(indices)]
 
 
+def training_subset(task: TaskSpec, records: Sequence, fraction: float, seed: int) -> list:
+    """A share of the training records for a learning curve: whole groups (MRC passages, WoS dialogues),
+    taken in one seeded order, so that a smaller fraction's records are part of every larger one's."""
+    if not 0 < fraction <= 1:
+        raise UsageError(f"a training fraction must be in (0, 1], not {fraction}")
+    if fraction == 1:
+        return list(records)
+    keys = [task.group(record) for record in records] if task.group is not None else list(range(len(records)))
+    distinct = list(dict.fromkeys(keys))
+    order = np.random.default_rng(seed).permutation(len(distinct))
+    kept = {distinct[i] for i in order[:max(1, round(fraction * len(distinct)))]}
+    return [record for record, key in zip(records, keys) if key in kept]
+
+
 def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None, seed: int = 0, cv: int = 0,
-                  log: Callable[[str], None] = lambda message: None) -> dict:
+                  log: Callable[[str], None] = lambda message: None, train_fraction: float = 1.0) -> dict:
     """Train on the train file (and, with cv, on the other dev folds), predict the dev file, score it.
+    With train_fraction < 1, each fit sees only that share of its training records (a learning curve).
 
     Returns the record that `run` writes to results/<task>.json.
     """
@@ -178,8 +193,14 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         check_labelled(task, train_records, data.train)
     name, model = build_model(task, model_name, seed, resources)
 
-    def fit(records: list):
-        return watch.measure("fit", lambda: model.fit(records, task.targets(records)))
+    trained_on: list[int] = []
+
+    def fit(records: list, where: str):
+        subset = training_subset(task, records, train_fraction, seed)
+        trained_on.append(len(subset))
+        share = f" ({train_fraction:g} of {len(records)})" if train_fraction != 1 else ""
+        log(f"{task.code}: {where}fitting {name} on {len(subset)} records{share}")
+        return watch.measure("fit", lambda: model.fit(subset, task.targets(subset)))
 
     if cv:
         predictions: list[dict | None] = [None] * len(dev_records)
@@ -187,14 +208,12 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         for number, fold in enumerate(folds, start=1):
             held_out = set(fold.tolist())
             fold_train = train_records + [r for i, r in enumerate(dev_records) if i not in held_out]
-            log(f"{task.code}: fold {number}/{cv}: fitting {name} on {len(fold_train)} records")
-            fit(fold_train)
+            fit(fold_train, f"fold {number}/{cv}: ")
             fold_records = [dev_records[i] for i in fold]
             for i, prediction in zip(fold, watch.measure("predict", lambda: task.predict(model, fold_records))):
                 predictions[i] = prediction
     else:
-        log(f"{task.code}: fitting {name} on {len(train_records)} records")
-        fit(train_records)
+        fit(train_records, "")
         log(f"{task.code}: predicting {len(dev_records)} records")
         predictions = watch.measure("predict", lambda: task.predict(model, dev_records))
     metrics = watch.measure("score", lambda: task.score(dev_records, predictions, resources))
@@ -202,7 +221,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     if data.train:
         files.insert(0, describe_file(data.train, len(train_records)))
     files.extend(describe_file(path) for path in data.extras.values())
-    return {
+    record = {
         "task": task.code,
         "model": name,
         "estimator": type(model).__name__,
@@ -219,6 +238,10 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "versions": versions(),
     }
+    if train_fraction != 1:
+        record["train_fraction"] = train_fraction
+    record["trained_on"] = trained_on  # records per fit: one, or one per fold
+    return record
 
 
 def _jsonable_params(model) -> dict:

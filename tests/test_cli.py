@@ -185,3 +185,32 @@ def test_tune_writes_every_trial_with_all_metrics(tmp_path):
         assert "f1" in trial["all_means"]  # the task's other metric rides along
     assert report["trials"][0]["mean"] >= report["trials"][1]["mean"]
     assert report["command"].startswith("klue-baselines ")
+
+
+def test_training_subsets_keep_whole_passages_and_grow_by_inclusion():
+    from baselines.driver import UsageError, training_subset
+
+    spec = get_task("mrc")
+    records = spec.load(sample_file("mrc", "train"))
+    subsets = [training_subset(spec, records, fraction, seed=3) for fraction in (0.25, 0.5, 1.0)]
+    assert subsets[2] == records
+    assert 0 < len(subsets[0]) < len(subsets[1]) < len(records)
+    assert {r.guid for r in subsets[0]} <= {r.guid for r in subsets[1]}
+    for subset in subsets[:2]:
+        kept = {r.context for r in subset}
+        assert [r for r in records if r.context in kept] == subset  # every question of a kept passage
+    assert training_subset(spec, records, 0.5, seed=3) == subsets[1]
+    with pytest.raises(UsageError, match="fraction"):
+        training_subset(spec, records, 0.0, seed=3)
+
+
+def test_learning_curve_records_each_share_of_the_training_data(tmp_path):
+    result = invoke("bench", "learning-curve", "sts", "--fractions", "1,0.5", "--results-dir", str(tmp_path))
+    assert "pearsonr" in result.output
+    report = json.loads((tmp_path / "learning-curve" / "sts-features-gbr.json").read_text(encoding="utf-8"))
+    assert [point["fraction"] for point in report["points"]] == [0.5, 1.0]
+    train_records = report["files"][0]["records"]
+    assert [point["trained_on"] for point in report["points"]] == [[train_records // 2], [train_records]]
+    assert report["points"][0]["metrics"] != report["points"][1]["metrics"]
+    assert report["command"].startswith("klue-baselines ")
+    assert "must be in (0, 1]" in invoke("bench", "learning-curve", "sts", "--fractions", "0.5,2", expect=2).output
