@@ -77,3 +77,14 @@ def test_ranker_learns_a_planted_pattern_and_survives_persistence(tmp_path):
     save_model(tmp_path / "mrc.joblib", model, "mrc", "span-ranker", [train_file], versions())
     loaded, _ = load_model(tmp_path / "mrc.joblib", "mrc", versions())
     assert loaded.predict(test) == predicted
+
+
+def test_without_abstaining_the_reader_answers_every_question_with_its_best_span():
+    train, test = planted_questions(90, seed=1), planted_questions(30, seed=2)
+    abstaining = SpanRanker(random_state=0).fit(train, targets(train))
+    answering = SpanRanker(abstain=False, random_state=0).fit(train, targets(train))
+    assert answering.answer_model_ is None
+    predicted = answering.predict(test)
+    assert all(text for text, _start in predicted)
+    # The same span scorer: where the abstaining reader answers, both give the same span.
+    assert all(mine == theirs for mine, theirs in zip(predicted, abstaining.predict(test)) if theirs[0])

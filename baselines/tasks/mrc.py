@@ -450,11 +450,12 @@ class SpanRanker(BaseEstimator):
     """Extractive reader: candidate spans from the sentences that match the question best, a linear
     scorer trained pairwise (gold span against sampled negatives), and a no-answer decision on the best
     span's score, margin and the question's coverage, with its threshold set by cross-validation on the
-    training questions."""
+    training questions. With abstain=False it always gives its best span (for questions known to have an
+    answer, and to measure the span scorer alone)."""
 
     def __init__(self, C: float = 0.1, negatives: int = 40, top_sentences: int = 3, max_eojeols: int = 4,
                  max_chars: int = 40, calibration_folds: int = 3, max_calibration_questions: int = 4000,
-                 random_state: int = 0):
+                 abstain: bool = True, random_state: int = 0):
         self.C = C
         self.negatives = negatives
         self.top_sentences = top_sentences
@@ -462,6 +463,7 @@ class SpanRanker(BaseEstimator):
         self.max_chars = max_chars
         self.calibration_folds = calibration_folds
         self.max_calibration_questions = max_calibration_questions
+        self.abstain = abstain
         self.random_state = random_state
 
     def _views(self, records: Sequence[MrcQuestion]) -> list[QuestionView]:
@@ -523,7 +525,10 @@ class SpanRanker(BaseEstimator):
         self.scaler_ = StandardScaler(with_mean=False).fit(sparse.vstack([v.features for v in views] + [
             sparse.csr_matrix((1, len(FEATURE_NAMES)), dtype=np.float32)]))
         self.weights_ = self._fit_weights(views, positives, rng)
-        self._fit_answer_decision(records, y, views, positives, rng)
+        if self.abstain:
+            self._fit_answer_decision(records, y, views, positives, rng)
+        else:
+            self.answer_model_, self.threshold_ = None, -np.inf
         return self
 
     def _fit_answer_decision(self, records, y, views, positives, rng: np.random.Generator) -> None:
