@@ -62,6 +62,18 @@ dev_option = click.option("--dev", "dev_file", type=click.Path(dir_okay=False, e
 seed_option = click.option("--seed", default=0, show_default=True, help="Random seed of models and folds.")
 pos_option = click.option("--pos", type=click.Choice(["gold", "kiwi"]), default=None,
                           help="DP: parse with the data's POS (gold, the default) or with Kiwi's (kiwi).")
+
+
+def _assignments(_ctx, _param, values) -> dict:
+    try:
+        return tuning.parse_assignments(values)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+param_option = click.option("--param", "params", multiple=True, callback=_assignments,
+                            help="NAME=VALUE: a hyper-parameter of the model, set over its default (value as "
+                                 "JSON). Repeat for several.")
 cv_option = click.option("--cv", default=0, type=click.IntRange(min=0), help="Cross-fit K folds over the evaluation "
                          "file (grouped by passage for MRC, by dialogue for WoS); the training file, if any, joins "
                          "every fold.")
@@ -138,15 +150,16 @@ def _data(task: TaskSpec, out: Console, data_dir, train_file, dev_file) -> drive
 @data_dir_option
 @train_option
 @model_name_option
+@param_option
 @seed_option
 @pos_option
 @click.pass_context
 @friendly_errors
-def train(ctx, task: str, out_path: Path | None, data_dir, train_file, model_name, seed: int, pos) -> None:
+def train(ctx, task: str, out_path: Path | None, data_dir, train_file, model_name, params, seed: int, pos) -> None:
     """Train a model on the training file and save it with joblib."""
     spec, out = get_task(task), console(ctx)
     data = _data(spec, out, data_dir, train_file, None)
-    name, model = _fit_on_training_data(spec, out, data, _model_from_pos(spec, model_name, pos), seed)
+    name, model = _fit_on_training_data(spec, out, data, _model_from_pos(spec, model_name, pos), seed, params)
     path = out_path or Path(f"{task}.joblib")
     save_model(path, model, task, name, [_training_file(spec, data)], driver.versions())
     click.echo(f"saved {name} model for {task} to {path}")
@@ -158,23 +171,26 @@ def _training_file(spec: TaskSpec, data: driver.TaskData) -> Path:
     return data.train
 
 
-def _fit_on_training_data(spec: TaskSpec, out: Console, data: driver.TaskData, model_name: str | None, seed: int):
+def _fit_on_training_data(spec: TaskSpec, out: Console, data: driver.TaskData, model_name: str | None, seed: int,
+                          params: dict | None = None):
     """(model name, model fitted on the task's labelled training file)."""
     path = _training_file(spec, data)
     records = spec.load(path)
     driver.check_labelled(spec, records, path)
-    name, model = driver.build_model(spec, model_name, seed, spec.load_resources(data.extras))
+    name, model = driver.build_model(spec, model_name, seed, spec.load_resources(data.extras), params)
     out.log(f"{spec.code}: fitting {name} on {len(records)} records from {path}")
     return name, model.fit(records, spec.targets(records))
 
 
 def _model_for(spec: TaskSpec, out: Console, model_path: Path | None, data: driver.TaskData, seed: int,
-               model_name: str | None = None):
+               model_name: str | None = None, params: dict | None = None):
     """A saved model when --model is given, else one fitted on the training data."""
     if model_path is not None:
+        if params:
+            raise driver.UsageError("--param sets up a model to train: a saved --model FILE has its own")
         model, metadata = load_model(model_path, spec.code, driver.versions())
         return metadata["model"], model
-    return _fit_on_training_data(spec, out, data, model_name, seed)
+    return _fit_on_training_data(spec, out, data, model_name, seed, params)
 
 
 def _model_from_pos(spec: TaskSpec, model_name: str | None, pos: str | None) -> str | None:
@@ -202,17 +218,18 @@ def _print_metrics(metrics: dict[str, float], headline: tuple[str, ...]) -> None
 @data_dir_option
 @train_option
 @dev_option
+@param_option
 @seed_option
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
 @click.pass_context
 @friendly_errors
-def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, seed: int, as_json: bool) -> None:
+def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, params, seed: int, as_json: bool) -> None:
     """Score a model on the dev file with the official metrics."""
     spec, out = get_task(task), console(ctx)
     data = _data(spec, out, data_dir, train_file, dev_file)
     if data.dev is None:
         raise driver.UsageError(f"no evaluation file for {task}: give --dev FILE or --data-dir")
-    name, model = _model_for(spec, out, model_path, data, seed)
+    name, model = _model_for(spec, out, model_path, data, seed, params=params)
     records = spec.load(data.dev)
     driver.check_labelled(spec, records, data.dev)
     metrics = spec.score(records, spec.predict(model, records), spec.load_resources(data.extras))
@@ -232,13 +249,14 @@ def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, seed: i
               help="Model file from `train` (default: train one on the training data first).")
 @data_dir_option
 @train_option
+@param_option
 @seed_option
 @pos_option
 @click.option("--format", "output_format", type=click.Choice(["jsonl", "tsv"]), default="jsonl", show_default=True,
               help="tsv: the official KLUE TSV layout (DP only).")
 @click.pass_context
 @friendly_errors
-def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir, train_file, seed: int,
+def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir, train_file, params, seed: int,
             pos: str | None, output_format: str) -> None:
     """Predict raw or official-format input; one JSON object per record (format in the README)."""
     spec, out = get_task(task), console(ctx)
@@ -248,7 +266,7 @@ def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir,
     loader = spec.load_input or spec.load
     records = loader(input_path)
     data = driver.TaskData(None, None, {}, "none") if model_path else _data(spec, out, data_dir, train_file, None)
-    _name, model = _model_for(spec, out, model_path, data, seed, _model_from_pos(spec, None, pos))
+    _name, model = _model_for(spec, out, model_path, data, seed, _model_from_pos(spec, None, pos), params)
     rows = spec.predict(model, records)
     if output_format == "tsv":
         spec.write_tsv(output_path, records, rows)
@@ -264,6 +282,7 @@ def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir,
 @main.command()
 @click.argument("task_codes", nargs=-1, type=click.Choice(TASK_CODES))
 @model_name_option
+@param_option
 @data_dir_option
 @train_option
 @dev_option
@@ -275,19 +294,22 @@ def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir,
                    "nothing is written unless this is given).")
 @click.pass_context
 @friendly_errors
-def run(ctx, task_codes, model_name, data_dir, train_file, dev_file, cv: int, seed: int, pos, results_dir) -> None:
+def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv: int, seed: int, pos,
+        results_dir) -> None:
     """Train and evaluate (all tasks by default), print the table and record results/."""
     out = console(ctx)
     codes = task_codes or TASK_CODES
     if (train_file or dev_file) and len(codes) != 1:
         raise driver.UsageError("--train and --dev name one task's files: give exactly one task")
+    if params and len(codes) != 1:
+        raise driver.UsageError("--param sets one model's hyper-parameters: give exactly one task")
     records, sample_used = {}, False
     for code in codes:
         spec = get_task(code)
         data = _data(spec, out, data_dir, train_file, dev_file)
         sample_used |= data.is_sample
         record = driver.evaluate_task(spec, data, model_name=_model_from_pos(spec, model_name, pos), seed=seed,
-                                      cv=cv, log=out.log)
+                                      cv=cv, log=out.log, params=params)
         record["command"] = command_line()
         records[code] = record
         out.log(f"{code}: " + ", ".join(f"{k} {v:.2f}" for k, v in record["headline"].items())
@@ -336,10 +358,7 @@ def tune(ctx, task: str, params, folds: int, model_name, data_dir, train_file, s
     driver.check_labelled(spec, records, data.train)
     resources = spec.load_resources(data.extras)
     name, model = driver.build_model(spec, model_name, seed, resources)
-    unknown = set(grid) - set(model.get_params())
-    if unknown:
-        raise driver.UsageError(f"{name} has no hyper-parameters {sorted(unknown)}; it has "
-                                f"{sorted(model.get_params())}")
+    driver.check_params(name, model, grid)
     report = tuning.grid_search(spec, model, records, resources, grid, spec.headline[0], folds, seed, out.log)
     report.update({"task": task, "model": name, "train": driver.describe_file(data.train, len(records)),
                    "command": command_line(), "versions": driver.versions()})
@@ -400,6 +419,7 @@ def _fractions(_ctx, _param, value: str) -> list[float]:
 @click.option("--fractions", default="0.25,0.5,0.75,1", show_default=True, callback=_fractions,
               help="Shares of the training records each fit sees (whole passages or dialogues).")
 @model_name_option
+@param_option
 @data_dir_option
 @train_option
 @dev_option
@@ -410,8 +430,8 @@ def _fractions(_ctx, _param, value: str) -> list[float]:
                    "nothing is written unless this is given).")
 @click.pass_context
 @friendly_errors
-def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_name, data_dir, train_file, dev_file,
-                                 cv: int, seed: int, results_dir) -> None:
+def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_name, params, data_dir, train_file,
+                                 dev_file, cv: int, seed: int, results_dir) -> None:
     """The dev scores of a model trained on growing shares of its training data: how far more data would
     take it."""
     spec, out = get_task(task), console(ctx)
@@ -419,17 +439,18 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
     points = []
     for fraction in fractions:
         record = driver.evaluate_task(spec, data, model_name=model_name, seed=seed, cv=cv, log=out.log,
-                                      train_fraction=fraction)
+                                      train_fraction=fraction, params=params)
         points.append({"fraction": fraction, **{
             key: record[key] for key in ("trained_on", "headline", "metrics", "seconds", "peak_rss_mb")}})
         out.log(f"{task}: {fraction:g} of the training data: "
                 + ", ".join(f"{k} {v:.2f}" for k, v in record["headline"].items()))
     shared = ("task", "model", "estimator", "protocol", "cv_folds", "data_source", "files", "hyper_parameters", "seed",
-              "versions")
-    report = {key: record[key] for key in shared}
+              "versions", "params")
+    report = {key: record[key] for key in shared if key in record}
     report.update(points=points, command=command_line())
     if results_dir is not None or not data.is_sample:
-        path = (results_dir or Path("results")) / "learning-curve" / f"{task}-{record['model']}.json"
+        name = results.run_name(record).replace(" ", "-")
+        path = (results_dir or Path("results")) / "learning-curve" / f"{task}-{name}.json"
         write_json_atomic(path, report)
         out.log(f"{task}: written to {path}")
     headline = list(points[0]["headline"])

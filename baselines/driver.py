@@ -111,11 +111,21 @@ def describe_file(path: Path, records: int | None = None) -> dict:
     return described
 
 
-def build_model(task: TaskSpec, model_name: str | None, seed: int, resources: dict):
+def build_model(task: TaskSpec, model_name: str | None, seed: int, resources: dict,
+                params: dict[str, Any] | None = None):
+    """(name, unfitted model): the task's default model unless named, with `params` set over its defaults."""
     name = model_name or task.default_model
     if name not in task.models:
         raise UsageError(f"{task.code} has no model {name!r}; available: {', '.join(task.models)}")
-    return name, task.models[name](random_state=seed, resources=resources)
+    model = task.models[name](random_state=seed, resources=resources)
+    check_params(name, model, params or {})
+    return name, model.set_params(**params) if params else model
+
+
+def check_params(name: str, model, names) -> None:
+    unknown = set(names) - set(model.get_params())
+    if unknown:
+        raise UsageError(f"{name} has no hyper-parameters {sorted(unknown)}; it has {sorted(model.get_params())}")
 
 
 def check_labelled(task: TaskSpec, records: Sequence, path: Path) -> None:
@@ -171,9 +181,11 @@ def training_subset(task: TaskSpec, records: Sequence, fraction: float, seed: in
 
 
 def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None, seed: int = 0, cv: int = 0,
-                  log: Callable[[str], None] = lambda message: None, train_fraction: float = 1.0) -> dict:
+                  log: Callable[[str], None] = lambda message: None, train_fraction: float = 1.0,
+                  params: dict[str, Any] | None = None) -> dict:
     """Train on the train file (and, with cv, on the other dev folds), predict the dev file, score it.
     With train_fraction < 1, each fit sees only that share of its training records (a learning curve).
+    `params` are hyper-parameters set over the model's defaults.
 
     Returns the record that `run` writes to results/<task>.json.
     """
@@ -191,7 +203,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     check_labelled(task, dev_records, data.dev)
     if data.train:
         check_labelled(task, train_records, data.train)
-    name, model = build_model(task, model_name, seed, resources)
+    name, model = build_model(task, model_name, seed, resources, params)
 
     trained_on: list[int] = []
 
@@ -238,6 +250,8 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "versions": versions(),
     }
+    if params:
+        record["params"] = params
     if train_fraction != 1:
         record["train_fraction"] = train_fraction
     record["trained_on"] = trained_on  # records per fit: one, or one per fold

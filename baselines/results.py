@@ -1,6 +1,7 @@
 """results/: one JSON per task with every model's last run, and the Markdown table generated from them."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from baselines.dataio import DataError, atomic_output, read_json, write_json_atomic
@@ -34,10 +35,17 @@ def load_task_results(results_dir: Path, task: str) -> dict:
     return data
 
 
+def run_name(record: dict) -> str:
+    """The key of a run in results/<task>.json: the model's name, and the hyper-parameters given to it, if
+    any ('span-ranker abstain=false'), so that such a run does not replace the default one."""
+    given = record.get("params") or {}
+    return " ".join([record["model"]] + [f"{key}={json.dumps(value)}" for key, value in sorted(given.items())])
+
+
 def record_run(results_dir: Path, record: dict) -> Path:
-    """Store `record` as the task's run for its model, replacing the previous one."""
+    """Store `record` as the task's run for its model (and hyper-parameters given), replacing the previous one."""
     data = load_task_results(results_dir, record["task"])
-    data["runs"][record["model"]] = record
+    data["runs"][run_name(record)] = record
     path = task_file(results_dir, record["task"])
     write_json_atomic(path, data)
     return path

@@ -28,6 +28,16 @@ def parse_grid(assignments: Sequence[str]) -> dict[str, list[Any]]:
     return grid
 
 
+def parse_assignments(assignments: Sequence[str]) -> dict[str, Any]:
+    """['C=0.5', 'abstain=false'] -> {'C': 0.5, 'abstain': False}: one value per name, read as parse_grid
+    reads them."""
+    values = parse_grid(assignments)
+    several = [name for name, given in values.items() if len(given) != 1]
+    if several:
+        raise ValueError(f"give one value for {', '.join(several)} (a grid of values is for `tune`)")
+    return {name: given[0] for name, given in values.items()}
+
+
 def cross_validate(task: TaskSpec, estimator, records: Sequence, resources: dict, metric: str, folds: int,
                    seed: int, log: Callable[[str], None] = lambda message: None) -> list[dict[str, float]]:
     """Every official metric of the task on each held-out fold of the training records (`metric` is the

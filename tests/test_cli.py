@@ -214,3 +214,19 @@ def test_learning_curve_records_each_share_of_the_training_data(tmp_path):
     assert report["points"][0]["metrics"] != report["points"][1]["metrics"]
     assert report["command"].startswith("klue-baselines ")
     assert "must be in (0, 1]" in invoke("bench", "learning-curve", "sts", "--fractions", "0.5,2", expect=2).output
+
+
+def test_param_sets_a_hyper_parameter_and_keeps_the_default_run(tmp_path):
+    invoke("run", "sts", "--results-dir", str(tmp_path))
+    invoke("run", "sts", "--param", "max_iter=50", "--results-dir", str(tmp_path))
+    runs = json.loads((tmp_path / "sts.json").read_text(encoding="utf-8"))["runs"]
+    assert set(runs) == {"features-gbr", "features-gbr max_iter=50"}
+    assert runs["features-gbr max_iter=50"]["hyper_parameters"]["max_iter"] == 50
+    assert runs["features-gbr"]["hyper_parameters"]["max_iter"] != 50
+    assert runs["features-gbr max_iter=50"]["metrics"] != runs["features-gbr"]["metrics"]
+    assert "features-gbr max_iter=50" in (tmp_path / "README.md").read_text(encoding="utf-8")
+    invoke("train", "sts", "--param", "max_iter=50", "--out", str(tmp_path / "sts.joblib"))
+    assert "has no hyper-parameters ['depth']" in invoke("run", "sts", "--param", "depth=3", expect=1).output
+    assert "one value" in invoke("run", "sts", "--param", "max_iter=5,50", expect=2).output
+    assert "its own" in invoke("evaluate", "sts", "--model", str(tmp_path / "sts.joblib"), "--param", "max_iter=5",
+                               expect=1).output
