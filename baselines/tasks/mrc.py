@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from scipy import sparse
+from scipy import optimize, sparse
 from sklearn.base import BaseEstimator
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold, cross_val_predict
@@ -424,6 +424,15 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
     return QuestionView(qtype, spans, features, best, passage_share, len(query), len(query - passage_words))
 
 
+def _grouped_softmax(scores: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log-sum-exp of each group of consecutive scores, and each score's softmax share within its group
+    (a score of -inf gets 0); every group needs one finite score."""
+    peaks = np.maximum.reduceat(scores, starts)
+    powers = np.exp(scores - np.repeat(peaks, sizes))
+    totals = np.add.reduceat(powers, starts)
+    return peaks + np.log(totals), powers / np.repeat(totals, sizes)
+
+
 class _ViewMemo:
     """Question views by (question, context, candidate settings): cross-fitting builds the same view in
     several folds, and building one costs more than scoring it. Bounded, oldest dropped first."""
@@ -448,16 +457,16 @@ _UNANSWERABLE, _WRONG, _CORRECT = 0, 1, 2
 
 class SpanRanker(BaseEstimator):
     """Extractive reader: candidate spans from the sentences that match the question best, a linear
-    scorer trained pairwise (gold span against sampled negatives), and a no-answer decision on the best
+    scorer trained listwise (the gold span against all candidates of its question), and a no-answer decision on the best
     span's score, margin and the question's coverage, with its threshold set by cross-validation on the
     training questions. With abstain=False it always gives its best span (for questions known to have an
     answer, and to measure the span scorer alone)."""
 
-    def __init__(self, C: float = 0.1, negatives: int = 40, top_sentences: int = 3, max_eojeols: int = 4,
+    def __init__(self, alpha: float = 0.25, max_iter: int = 500, top_sentences: int = 3, max_eojeols: int = 4,
                  max_chars: int = 40, calibration_folds: int = 3, max_calibration_questions: int = 4000,
                  abstain: bool = True, random_state: int = 0):
-        self.C = C
-        self.negatives = negatives
+        self.alpha = alpha
+        self.max_iter = max_iter
         self.top_sentences = top_sentences
         self.max_eojeols = max_eojeols
         self.max_chars = max_chars
@@ -474,25 +483,35 @@ class SpanRanker(BaseEstimator):
                            lambda q=q, c=c: question_view(q, c, *settings))
                 for r, q, c in zip(records, questions, contexts)]
 
-    def _fit_weights(self, views: Sequence[QuestionView], positives: Sequence[np.ndarray],
-                     rng: np.random.Generator) -> np.ndarray:
-        differences = []
+    def _fit_weights(self, views: Sequence[QuestionView], positives: Sequence[np.ndarray]) -> np.ndarray:
+        """A listwise (softmax) ranker: for each training question whose gold span is among its candidates,
+        the share of probability that its gold spans get among all its candidates is maximised (mean over
+        the questions), under an L2 penalty of alpha/2. Every candidate counts, and this is the loss that
+        picking the top span needs: on the 5-fold cross-fit (three fold draws) it gets about one point more
+        of the answerable questions right than pairwise logistic regression on 40 sampled negatives did."""
+        blocks, gold = [], []
         for view, positive in zip(views, positives):
-            negative = np.flatnonzero(~positive)
-            if not positive.any() or not len(negative):
-                continue
-            sampled = rng.choice(negative, size=min(self.negatives, len(negative)), replace=False)
-            gold = np.flatnonzero(positive)[np.arange(len(sampled)) % positive.sum()]
-            differences.append(self.scaler_.transform(view.features[gold]) -
-                               self.scaler_.transform(view.features[sampled]))
-        if not differences:
+            if positive.any() and not positive.all():
+                blocks.append(self.scaler_.transform(view.features))
+                gold.append(positive)
+        if not blocks:
             raise ValueError("no training question has its answer among the candidate spans")
-        rows = sparse.vstack(differences).tocsr()
-        signs = rng.random(rows.shape[0]) < 0.5  # half the pairs reversed, so that both classes exist
-        rows = sparse.diags(np.where(signs, -1.0, 1.0)) @ rows
-        ranker = LogisticRegression(C=self.C, fit_intercept=False, max_iter=1000)
-        ranker.fit(rows, (~signs).astype(int))
-        return ranker.coef_[0]
+        rows, is_gold = sparse.vstack(blocks).tocsr(), np.concatenate(gold)
+        sizes = np.array([len(positive) for positive in gold])
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+
+        def loss_and_gradient(weights: np.ndarray) -> tuple[float, np.ndarray]:
+            scores = rows @ weights
+            all_log_sum, all_share = _grouped_softmax(scores, starts, sizes)
+            gold_log_sum, gold_share = _grouped_softmax(np.where(is_gold, scores, -np.inf), starts, sizes)
+            # A mean, not a sum: the penalty then means the same for the 60 questions of a test and the
+            # 17,554 of the official training file.
+            loss = float(np.mean(all_log_sum - gold_log_sum) + 0.5 * self.alpha * weights @ weights)
+            return loss, rows.T @ (all_share - gold_share) / len(gold) + self.alpha * weights
+
+        fitted = optimize.minimize(loss_and_gradient, np.zeros(rows.shape[1]), jac=True, method="L-BFGS-B",
+                                   options={"maxiter": self.max_iter})
+        return fitted.x
 
     def _scores(self, view: QuestionView, weights: np.ndarray) -> np.ndarray:
         if not view.spans:
@@ -524,7 +543,7 @@ class SpanRanker(BaseEstimator):
         # Scaled, not centred: the rows stay sparse, and a shift would not change any ranking.
         self.scaler_ = StandardScaler(with_mean=False).fit(sparse.vstack([v.features for v in views] + [
             sparse.csr_matrix((1, len(FEATURE_NAMES)), dtype=np.float32)]))
-        self.weights_ = self._fit_weights(views, positives, rng)
+        self.weights_ = self._fit_weights(views, positives)
         if self.abstain:
             self._fit_answer_decision(records, y, views, positives, rng)
         else:
@@ -541,7 +560,7 @@ class SpanRanker(BaseEstimator):
         rows, outcomes, rouges = [], [], []
         for inner_train, inner_test in folds.split(chosen, groups=groups):
             weights = self._fit_weights([views[chosen[i]] for i in inner_train],
-                                        [positives[chosen[i]] for i in inner_train], rng)
+                                        [positives[chosen[i]] for i in inner_train])
             for i in chosen[inner_test]:
                 scores = self._scores(views[i], weights)
                 rows.append(self._question_features(views[i], scores))
