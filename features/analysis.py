@@ -74,6 +74,7 @@ class MorphemeAnalyzer:
         self._cache: AnalysisCache | None = None
         self._memo: dict[str, Analysis] = {}
         self._neighbour_memo: dict[int, dict[tuple[str, str], tuple]] = {}
+        self._similarity_memo: dict[tuple[tuple[str, str], tuple[str, str]], float | None] = {}
         self._lock = threading.Lock()
         self.stats = AnalysisStats()
 
@@ -188,9 +189,22 @@ class MorphemeAnalyzer:
         self.stats.seconds += time.perf_counter() - start
         return results
 
+    def similarity(self, first: tuple[str, str], second: tuple[str, str]) -> float | None:
+        """Cosine of two (form, Kiwi tag) morphemes in the embeddings of Kiwi's CoNg language model; None
+        when the model does not know one of them (most unknown proper nouns). A lookup takes microseconds:
+        memoised, not cached on disk."""
+        key = (first, second)
+        if key not in self._similarity_memo:
+            try:
+                self._similarity_memo[key] = self.kiwi.morpheme_similarity(first, second)
+            except ValueError:  # unknown to the language model
+                self._similarity_memo[key] = None
+        return self._similarity_memo[key]
+
     def clear_memo(self) -> None:
         self._memo.clear()
         self._neighbour_memo.clear()
+        self._similarity_memo.clear()
 
 
 _analyzer: MorphemeAnalyzer | None = None
@@ -221,6 +235,11 @@ def analyze(texts: Iterable[str]) -> list[Analysis]:
 def neighbours(morphemes: Iterable[tuple[str, str]], top_n: int) -> dict[tuple[str, str], tuple]:
     """Nearest morphemes in Kiwi's language model, with the process-wide analyser (memoised, cached)."""
     return analyzer().neighbours(morphemes, top_n)
+
+
+def similarity(first: tuple[str, str], second: tuple[str, str]) -> float | None:
+    """Similarity of two morphemes in Kiwi's language model, with the process-wide analyser (memoised)."""
+    return analyzer().similarity(first, second)
 
 
 def stats() -> AnalysisStats:

@@ -131,6 +131,15 @@ def test_neighbours_come_from_kiwi_once_then_from_the_cache(tmp_path, monkeypatc
     assert again.neighbours(queries, top_n=10) == fresh
 
 
+def test_similarity_ranks_related_morphemes_higher_and_knows_what_it_does_not_know():
+    analyzer = MorphemeAnalyzer(use_cache=False)
+    near = analyzer.similarity(("곳", "NNB"), ("동사무소", "NNG"))
+    far = analyzer.similarity(("곳", "NNB"), ("신고", "NNG"))
+    assert -1 <= far < near <= 1
+    assert analyzer.similarity(("누구", "NP"), ("쀍쀍쀍", "NNP")) is None  # unknown to the language model
+    assert analyzer.similarity(("곳", "NNB"), ("동사무소", "NNG")) == near
+
+
 def test_damaged_neighbour_entry_is_looked_up_again(tmp_path):
     query = ("야구", "NNG")
     first = MorphemeAnalyzer(cache_dir=tmp_path)

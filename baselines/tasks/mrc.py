@@ -18,7 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_json, require
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
-from features.analysis import analyze
+from features.analysis import analyze, similarity
 from features.morphemes import Analysis, eojeol_spans
 from features.pairs import char_ngrams
 from features.passages import content_set, matched_share, sentence_ids, sentence_weights
@@ -175,6 +175,7 @@ _BASE_FEATURES = (
     "eojeols1", "eojeols2", "eojeols3", "eojeols4", "log_chars", "log_occurrences", "sentence_start",
     "left_extendable", "right_extendable", "weighted_proximity", "bigrams_left", "bigrams_right",
     "span_bigrams_in_question", "head_predicate_in_question", "head_predicate_near", "modifier_in_question",
+    "focus_similarity", "wh_similarity", "similarity_unknown",
 )
 FEATURE_NAMES = (_BASE_FEATURES + tuple(f"span_{kind}" for kind in _SPAN_KINDS)
                  + tuple(f"next_{kind}" for kind in _NEXT_KINDS)
@@ -350,6 +351,11 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
     eojeol_bounds = eojeol_spans(context.text)
     total_weight = math.fsum(weights.values())
     focus_form = focus.lower() if focus else None
+    # What the question asks for, as morphemes to compare a span's head noun with in Kiwi's embeddings:
+    # '곳' is near '동사무소', '누구' near '대신' and not '유언비어'.
+    asked_for = {"focus_similarity": next(((f, t) for f, t in zip(question.forms, question.tags) if f == focus), None),
+                 "wh_similarity": next(((f, t) for f, t in zip(question.forms, question.tags) if f in _WH_WORDS),
+                                       None)}
 
     spans, rows = [], []
     for first, last in candidate_spans(context, tags, sentences, keep, max_eojeols, max_chars):
@@ -397,6 +403,14 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
             row["focus_after"] = float(focus_form in after)
             row["focus_in_span"] = float(context.forms[last].lower() == focus_form)
             row["focus_before"] = float(focus_form in window(e1 - 3, e1 + 1))
+        head = next((i for i in range(last, first - 1, -1) if tags[i] in _NOMINAL), None)
+        if head is not None:
+            for name, asked in asked_for.items():
+                value = similarity(asked, (context.forms[head], context.tags[head])) if asked else 0.0
+                if value is None:
+                    row["similarity_unknown"] = 1.0
+                elif value:
+                    row[name] = value
         next_kind = _next_kind(tags, eojeols, last)
         row[f"next_{next_kind}"] = 1.0
         row[f"{qtype}|{next_kind}"] = 1.0
