@@ -6,7 +6,8 @@ import random
 from baselines.driver import versions
 from baselines.persistence import load_model, save_model
 from baselines.registry import get_task
-from baselines.tasks.mrc import MrcAnswer, MrcQuestion, SpanRanker, candidate_spans, question_type, targets
+from baselines.tasks.mrc import (_FEATURE_INDEX, MrcAnswer, MrcQuestion, SpanRanker, candidate_spans, question_type,
+                                 question_view, related_words, targets)
 from features.analysis import analyze
 from features.passages import sentence_ids
 
@@ -88,3 +89,16 @@ def test_without_abstaining_the_reader_answers_every_question_with_its_best_span
     assert all(text for text, _start in predicted)
     # The same span scorer: where the abstaining reader answers, both give the same span.
     assert all(mine == theirs for mine, theirs in zip(predicted, abstaining.predict(test)) if theirs[0])
+
+
+def test_a_near_word_in_the_passage_stands_in_for_a_question_word():
+    question, context = analyze(["이 회사를 창립한 사람은 누구인가?",
+                                 "김철수는 1990년에 이 회사를 설립했다. 그는 서울에서 태어났다. 회사는 부산에 있다."])
+    related = related_words(question, 10)
+    assert "설립" in related["창립"]  # Kiwi's language model knows the paraphrase
+    exact, soft = question_view(question, context, 3, 4, 40), question_view(question, context, 3, 4, 40, related)
+    assert soft.missing_words == exact.missing_words > soft.unrelated_words
+    assert soft.passage_soft_share > exact.passage_soft_share == exact.passage_share
+    founder = next(i for i, (start, _end) in enumerate(soft.spans) if context.text[start:].startswith("김철수"))
+    share, near = (soft.features[founder, _FEATURE_INDEX[name]] for name in ("sentence_share", "sentence_soft"))
+    assert near > share  # its sentence says 설립, not 창립

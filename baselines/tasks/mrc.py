@@ -18,10 +18,11 @@ from sklearn.preprocessing import StandardScaler
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_json, require
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
-from features.analysis import analyze, similarity
+from features.analysis import analyze, neighbours, similarity
 from features.morphemes import Analysis, eojeol_spans
 from features.pairs import char_ngrams
 from features.passages import content_set, matched_share, sentence_ids, sentence_weights
+from features.vectorize import neighbour_queries
 
 
 @dataclass
@@ -176,6 +177,7 @@ _BASE_FEATURES = (
     "left_extendable", "right_extendable", "weighted_proximity", "bigrams_left", "bigrams_right",
     "span_bigrams_in_question", "head_predicate_in_question", "head_predicate_near", "modifier_in_question",
     "focus_similarity", "wh_similarity", "similarity_unknown",
+    "sentence_soft", "left3_soft", "right3_soft", "left10_soft", "right10_soft",
 )
 FEATURE_NAMES = (_BASE_FEATURES + tuple(f"span_{kind}" for kind in _SPAN_KINDS)
                  + tuple(f"next_{kind}" for kind in _NEXT_KINDS)
@@ -194,6 +196,40 @@ class QuestionView:
     passage_share: float
     question_words: int
     missing_words: int  # question content morphemes that the passage does not have
+    passage_soft_share: float = 0.0  # passage_share, counting near words (설립 for 창립) at their similarity
+    unrelated_words: int = 0  # question content morphemes that the passage has neither as such nor near
+
+
+def related_words(question: Analysis, top_n: int) -> dict[str, dict[str, float]]:
+    """For each content morpheme of the question (lower-cased, as content_set gives it), its `top_n`
+    nearest morphemes in Kiwi's language model with their cosine: KLUE questions paraphrase the passage
+    ('창립한' for '설립했다'), so exact matching misses many of the words that point at the answer."""
+    query = content_set(question)
+    found = neighbours(neighbour_queries(question), top_n) if top_n else {}
+    related: dict[str, dict[str, float]] = {}
+    for form, tag in zip(question.forms, question.tags):
+        word = form.lower()
+        if word not in query:
+            continue
+        near_words = related.setdefault(word, {})
+        for near, _tag, cosine in found.get((form, tag), ()):
+            near = near.lower()
+            if near != word and cosine > near_words.get(near, 0.0):
+                near_words[near] = cosine
+    return related
+
+
+def soft_share(matches: dict[str, float], weights: dict[str, float]) -> float:
+    """The weighted share of the query that `matches` (query word -> how closely it is matched) covers."""
+    total = math.fsum(weights.values())
+    return math.fsum(weights.get(word, 0.0) * score for word, score in matches.items()) / total if total else 0.0
+
+
+def _merge(target: dict[str, float], matches: dict[str, float]) -> dict[str, float]:
+    for word, score in matches.items():
+        if score > target.get(word, 0.0):
+            target[word] = score
+    return target
 
 
 def question_type(question: Analysis) -> tuple[str, str | None, str]:
@@ -307,9 +343,10 @@ def candidate_spans(context: Analysis, tags: list[str], sentences, keep: set[int
 
 
 def question_view(question: Analysis, context: Analysis, top_sentences: int, max_eojeols: int,
-                  max_chars: int) -> QuestionView:
-    """Candidates of one question and their features (a pure function of the two texts, so it is
-    memoised across the folds of a cross-fit)."""
+                  max_chars: int, related: dict[str, dict[str, float]] | None = None) -> QuestionView:
+    """Candidates of one question and their features (a pure function of the two texts and the question
+    words' `related_words`, so it is memoised across the folds of a cross-fit). Sentences are ranked by
+    their soft share of the question: a word near a question word counts at its similarity."""
     qtype, focus, wh_particle = question_type(question)
     query = content_set(question)
     tags = context.sejong_tags
@@ -324,21 +361,36 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
     sentence_words = [content_set(context, *bound) if bound[0] is not None else set() for bound in bounds]
     weights = sentence_weights(query, sentence_words)
     shares = [matched_share(words & query, weights) for words in sentence_words]
-    ranking = sorted(range(sentence_count), key=lambda s: (-shares[s], s))
+
+    # The passage words near a question word, with the question words they stand for.
+    standing_for: dict[str, list[tuple[str, float]]] = {}
+    for word, near_words in (related or {}).items():
+        for near, cosine in near_words.items():
+            standing_for.setdefault(near, []).append((word, cosine))
+    eojeol_count = (eojeols[-1] + 1) if len(eojeols) else 0
+    eojeol_words: list[set[str]] = [set() for _ in range(eojeol_count)]
+    eojeol_near: list[dict[str, float]] = [{} for _ in range(eojeol_count)]
+    eojeol_sentence = [0] * eojeol_count
+    for index in range(len(context)):
+        form = context.forms[index].lower()
+        eojeol = eojeols[index]
+        if form in query:
+            eojeol_words[eojeol].add(form)
+        _merge(eojeol_near[eojeol], dict(standing_for.get(form, ())))
+        eojeol_sentence[eojeol] = sentences[index]
+    sentence_matches = [dict.fromkeys(words & query, 1.0) for words in sentence_words]
+    for eojeol, near in enumerate(eojeol_near):
+        _merge(sentence_matches[eojeol_sentence[eojeol]], near)
+    soft_shares = [soft_share(matches, weights) for matches in sentence_matches]
+    ranking = sorted(range(sentence_count), key=lambda s: (-soft_shares[s], s))
     rank_of = {sentence: rank for rank, sentence in enumerate(ranking)}
     best = shares[ranking[0]] if ranking else 0.0
     keep = set(ranking[:top_sentences])
     passage_words = set().union(*sentence_words)
     passage_share = matched_share(passage_words & query, weights)
-
-    eojeol_count = (eojeols[-1] + 1) if len(eojeols) else 0
-    eojeol_words: list[set[str]] = [set() for _ in range(eojeol_count)]
-    eojeol_sentence = [0] * eojeol_count
-    for index in range(len(context)):
-        form = context.forms[index].lower()
-        if form in query:
-            eojeol_words[eojeols[index]].add(form)
-        eojeol_sentence[eojeols[index]] = sentences[index]
+    passage_matches: dict[str, float] = {}
+    for matches in sentence_matches:
+        _merge(passage_matches, matches)
     # The eojeols of each sentence that hold a question word: what a candidate's proximity is measured to.
     matched_in_sentence: list[list[int]] = [[] for _ in range(sentence_count)]
     for eojeol, words in enumerate(eojeol_words):
@@ -368,6 +420,13 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
             return set().union(*(eojeol_words[e] for e in range(max(low, 0), min(high, eojeol_count))
                                  if eojeol_sentence[e] == sentence))
 
+        def soft_window(low: int, high: int) -> float:
+            matches: dict[str, float] = {}
+            for e in range(max(low, 0), min(high, eojeol_count)):
+                if eojeol_sentence[e] == sentence:
+                    _merge(_merge(matches, dict.fromkeys(eojeol_words[e], 1.0)), eojeol_near[e])
+            return soft_share(matches, weights)
+
         span_words = content_set(context, first, last + 1)
         rest = window(0, e1) | window(e2 + 1, eojeol_count)
         matched = [e for e in matched_in_sentence[sentence] if not e1 <= e <= e2]
@@ -382,6 +441,9 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
             "right3": matched_share(window(e2 + 1, e2 + 4), weights),
             "left10": matched_share(window(e1 - 10, e1), weights),
             "right10": matched_share(window(e2 + 1, e2 + 11), weights),
+            "sentence_soft": soft_shares[sentence],
+            "left3_soft": soft_window(e1 - 3, e1), "right3_soft": soft_window(e2 + 1, e2 + 4),
+            "left10_soft": soft_window(e1 - 10, e1), "right10_soft": soft_window(e2 + 1, e2 + 11),
             "sentence_rest": matched_share(rest, weights),
             "nearest_left": _nearest(matched, e1, True), "nearest_right": _nearest(matched, e2, False),
             "span_in_question": len(span_words & query) / len(span_words) if span_words else 0.0,
@@ -435,7 +497,8 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
         (np.fromiter((value for row in rows for value in row.values()), dtype=np.float32),
          np.fromiter((column for row in columns for column in row), dtype=np.int32),
          np.cumsum([0] + [len(row) for row in rows])), shape=(len(rows), len(FEATURE_NAMES)))
-    return QuestionView(qtype, spans, features, best, passage_share, len(query), len(query - passage_words))
+    return QuestionView(qtype, spans, features, best, passage_share, len(query), len(query - passage_words),
+                        soft_share(passage_matches, weights), len(query) - len(passage_matches))
 
 
 def _grouped_softmax(scores: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -470,20 +533,22 @@ _UNANSWERABLE, _WRONG, _CORRECT = 0, 1, 2
 
 
 class SpanRanker(BaseEstimator):
-    """Extractive reader: candidate spans from the sentences that match the question best, a linear
-    scorer trained listwise (the gold span against all candidates of its question), and a no-answer decision on the best
-    span's score, margin and the question's coverage, with its threshold set by cross-validation on the
-    training questions. With abstain=False it always gives its best span (for questions known to have an
-    answer, and to measure the span scorer alone)."""
+    """Extractive reader: candidate spans from the sentences that match the question best, a linear scorer
+    trained listwise (the gold span against all candidates of its question), and a no-answer decision on
+    the best span's score, margin and the question's coverage, with its threshold set by cross-validation
+    on the training questions. The `neighbours` nearest morphemes of each question word in Kiwi's language
+    model count as soft matches of it (0: exact matches only). With abstain=False the reader always gives
+    its best span (for questions known to have an answer, and to measure the span scorer alone)."""
 
     def __init__(self, alpha: float = 0.25, max_iter: int = 500, top_sentences: int = 3, max_eojeols: int = 4,
                  max_chars: int = 40, calibration_folds: int = 3, max_calibration_questions: int = 4000,
-                 abstain: bool = True, random_state: int = 0):
+                 abstain: bool = True, neighbours: int = 10, random_state: int = 0):
         self.alpha = alpha
         self.max_iter = max_iter
         self.top_sentences = top_sentences
         self.max_eojeols = max_eojeols
         self.max_chars = max_chars
+        self.neighbours = neighbours
         self.calibration_folds = calibration_folds
         self.max_calibration_questions = max_calibration_questions
         self.abstain = abstain
@@ -493,8 +558,10 @@ class SpanRanker(BaseEstimator):
         questions = analyze(r.question for r in records)
         contexts = analyze(r.context for r in records)
         settings = (self.top_sentences, self.max_eojeols, self.max_chars)
-        return [_VIEWS.get((r.question, r.context) + settings,
-                           lambda q=q, c=c: question_view(q, c, *settings))
+        if self.neighbours:
+            neighbours((query for q in questions for query in neighbour_queries(q)), self.neighbours)
+        return [_VIEWS.get((r.question, r.context, self.neighbours) + settings,
+                           lambda q=q, c=c: question_view(q, c, *settings, related_words(q, self.neighbours)))
                 for r, q, c in zip(records, questions, contexts)]
 
     def _fit_weights(self, views: Sequence[QuestionView], positives: Sequence[np.ndarray]) -> np.ndarray:
@@ -542,7 +609,8 @@ class SpanRanker(BaseEstimator):
         top_share = float(view.features[best, _FEATURE_INDEX["sentence_share"]]) if len(scores) else 0.0
         values = [top, margin, probability, top_share, view.best_sentence_share, view.passage_share,
                   math.log1p(len(scores)),
-                  math.log1p(view.question_words), math.log1p(view.missing_words)]
+                  math.log1p(view.question_words), math.log1p(view.missing_words), view.passage_soft_share,
+                  math.log1p(view.unrelated_words)]
         return np.array(values + [float(view.question_type == kind) for kind in QUESTION_TYPES])
 
     @staticmethod
