@@ -126,6 +126,9 @@ def regenerate_readme(results_dir: Path) -> Path:
         "|---|---|---|---|---|---|",
         *commands,
         "",
+        "Hyper-parameter searches (`tune`) are in `tuning/`, learning curves (`bench learning-curve`) in",
+        "`learning-curve/`; each file holds the command that wrote it.",
+        "",
         "KLUE data: Park et al. (2021), CC BY-SA 4.0.",
         "",
     ])
