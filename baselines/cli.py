@@ -81,6 +81,14 @@ model_name_option = click.option("--model", "model_name", default=None,
                                  help="Model to train: the task's default, or 'trivial' for the floor.")
 
 
+def evaluation_options(command: Callable) -> Callable:
+    """The options that say what `run` and `bench learning-curve` train and evaluate, in this order."""
+    for option in reversed((model_name_option, param_option, data_dir_option, train_option, dev_option, cv_option,
+                            seed_option)):
+        command = option(command)
+    return command
+
+
 def command_line() -> str:
     return "klue-baselines " + shlex.join(sys.argv[1:])
 
@@ -281,13 +289,7 @@ def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir,
 
 @main.command()
 @click.argument("task_codes", nargs=-1, type=click.Choice(TASK_CODES))
-@model_name_option
-@param_option
-@data_dir_option
-@train_option
-@dev_option
-@cv_option
-@seed_option
+@evaluation_options
 @pos_option
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where to write <task>.json and README.md (default: ./results; with the shipped sample, "
@@ -418,13 +420,7 @@ def _fractions(_ctx, _param, value: str) -> list[float]:
 @task_argument
 @click.option("--fractions", default="0.25,0.5,0.75,1", show_default=True, callback=_fractions,
               help="Shares of the training records each fit sees (whole passages or dialogues).")
-@model_name_option
-@param_option
-@data_dir_option
-@train_option
-@dev_option
-@cv_option
-@seed_option
+@evaluation_options
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where learning-curve/<task>-<model>.json goes (default: ./results; with the shipped sample, "
                    "nothing is written unless this is given).")
