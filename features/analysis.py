@@ -74,7 +74,6 @@ class MorphemeAnalyzer:
         self._cache: AnalysisCache | None = None
         self._memo: dict[str, Analysis] = {}
         self._neighbour_memo: dict[int, dict[tuple[str, str], tuple]] = {}
-        self._similarity_memo: dict[tuple[tuple[str, str], tuple[str, str]], float | None] = {}
         self._lock = threading.Lock()
         self.stats = AnalysisStats()
 
@@ -191,20 +190,16 @@ class MorphemeAnalyzer:
 
     def similarity(self, first: tuple[str, str], second: tuple[str, str]) -> float | None:
         """Cosine of two (form, Kiwi tag) morphemes in the embeddings of Kiwi's CoNg language model; None
-        when the model does not know one of them (most unknown proper nouns). A lookup takes microseconds:
-        memoised, not cached on disk."""
-        key = (first, second)
-        if key not in self._similarity_memo:
-            try:
-                self._similarity_memo[key] = self.kiwi.morpheme_similarity(first, second)
-            except ValueError:  # unknown to the language model
-                self._similarity_memo[key] = None
-        return self._similarity_memo[key]
+        when the model does not know one of them (most unknown proper nouns). A call takes about a
+        microsecond, so it is neither memoised nor cached: a memo of every pair asked would only grow."""
+        try:
+            return self.kiwi.morpheme_similarity(first, second)
+        except ValueError:  # unknown to the language model
+            return None
 
     def clear_memo(self) -> None:
         self._memo.clear()
         self._neighbour_memo.clear()
-        self._similarity_memo.clear()
 
 
 _analyzer: MorphemeAnalyzer | None = None
@@ -238,7 +233,7 @@ def neighbours(morphemes: Iterable[tuple[str, str]], top_n: int) -> dict[tuple[s
 
 
 def similarity(first: tuple[str, str], second: tuple[str, str]) -> float | None:
-    """Similarity of two morphemes in Kiwi's language model, with the process-wide analyser (memoised)."""
+    """Similarity of two morphemes in Kiwi's language model, with the process-wide analyser."""
     return analyzer().similarity(first, second)
 
 
