@@ -342,14 +342,27 @@ def candidate_spans(context: Analysis, tags: list[str], sentences, keep: set[int
     return spans
 
 
-def question_view(question: Analysis, context: Analysis, top_sentences: int, max_eojeols: int,
-                  max_chars: int, related: dict[str, dict[str, float]] | None = None) -> QuestionView:
-    """Candidates of one question and their features (a pure function of the two texts and the question
-    words' `related_words`, so it is memoised across the folds of a cross-fit). Sentences are ranked by
-    their soft share of the question: a word near a question word counts at its similarity."""
-    qtype, focus, wh_particle = question_type(question)
-    query = content_set(question)
-    tags = context.sejong_tags
+@dataclass
+class PassageMatch:
+    """Where a passage holds the words of a question: in each sentence and each eojeol, as such or as a
+    near word (one of a question word's `related_words`, counted at its similarity)."""
+    sentences: Any  # the sentence of each morpheme (sentence_ids)
+    weights: dict[str, float]  # each question word's IDF over the sentences
+    shares: list[float]  # the weighted share of the question each sentence holds as such
+    soft_shares: list[float]  # the same with near words
+    ranking: list[int]  # sentences, the largest soft share first
+    eojeol_words: list[set[str]]  # the question words in each eojeol
+    eojeol_near: list[dict[str, float]]  # the question words each eojeol holds a near word of, and how near
+    eojeol_sentence: list[int]
+    matched_in_sentence: list[list[int]]  # the eojeols of each sentence that hold a question word
+    passage_share: float
+    passage_soft_share: float
+    missing_words: int  # question words that the passage does not have
+    unrelated_words: int  # question words that the passage has neither as such nor near
+
+
+def match_passage(query: set[str], context: Analysis, related: dict[str, dict[str, float]] | None) -> PassageMatch:
+    """How much of the question (its content morphemes `query`) each part of the passage holds."""
     eojeols = context.eojeols
     sentences = sentence_ids(context)
     sentence_count = (max(sentences) + 1) if len(sentences) else 0
@@ -382,20 +395,37 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
     for eojeol, near in enumerate(eojeol_near):
         _merge(sentence_matches[eojeol_sentence[eojeol]], near)
     soft_shares = [soft_share(matches, weights) for matches in sentence_matches]
-    ranking = sorted(range(sentence_count), key=lambda s: (-soft_shares[s], s))
-    rank_of = {sentence: rank for rank, sentence in enumerate(ranking)}
-    best = shares[ranking[0]] if ranking else 0.0
-    keep = set(ranking[:top_sentences])
     passage_words = set().union(*sentence_words)
-    passage_share = matched_share(passage_words & query, weights)
     passage_matches: dict[str, float] = {}
     for matches in sentence_matches:
         _merge(passage_matches, matches)
-    # The eojeols of each sentence that hold a question word: what a candidate's proximity is measured to.
     matched_in_sentence: list[list[int]] = [[] for _ in range(sentence_count)]
     for eojeol, words in enumerate(eojeol_words):
         if words:
             matched_in_sentence[eojeol_sentence[eojeol]].append(eojeol)
+    return PassageMatch(
+        sentences, weights, shares, soft_shares, sorted(range(sentence_count), key=lambda s: (-soft_shares[s], s)),
+        eojeol_words, eojeol_near, eojeol_sentence, matched_in_sentence,
+        matched_share(passage_words & query, weights), soft_share(passage_matches, weights),
+        len(query - passage_words), len(query) - len(passage_matches))
+
+
+def question_view(question: Analysis, context: Analysis, top_sentences: int, max_eojeols: int,
+                  max_chars: int, related: dict[str, dict[str, float]] | None = None) -> QuestionView:
+    """Candidates of one question and their features (a pure function of the two texts and the question
+    words' `related_words`, so it is memoised across the folds of a cross-fit). Sentences are ranked by
+    their soft share of the question: a word near a question word counts at its similarity."""
+    qtype, focus, wh_particle = question_type(question)
+    query = content_set(question)
+    tags = context.sejong_tags
+    eojeols = context.eojeols
+    match = match_passage(query, context, related)
+    sentences, weights, shares = match.sentences, match.weights, match.shares
+    eojeol_words, eojeol_near, eojeol_sentence = match.eojeol_words, match.eojeol_near, match.eojeol_sentence
+    eojeol_count = len(eojeol_words)
+    rank_of = {sentence: rank for rank, sentence in enumerate(match.ranking)}
+    best = shares[match.ranking[0]] if match.ranking else 0.0
+    keep = set(match.ranking[:top_sentences])
     squeezed_question = "".join(question.text.split())
     question_bigrams = char_ngrams(question.text, 2)
     predicates = predicate_forms(context)
@@ -429,7 +459,7 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
 
         span_words = content_set(context, first, last + 1)
         rest = window(0, e1) | window(e2 + 1, eojeol_count)
-        matched = [e for e in matched_in_sentence[sentence] if not e1 <= e <= e2]
+        matched = [e for e in match.matched_in_sentence[sentence] if not e1 <= e <= e2]
         proximity = math.fsum(weights[word] / (e1 - e if e < e1 else e - e2)
                               for e in matched for word in eojeol_words[e])
         left_text = context.text[eojeol_bounds[max(e1 - 3, 0)][0]:start]
@@ -441,7 +471,7 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
             "right3": matched_share(window(e2 + 1, e2 + 4), weights),
             "left10": matched_share(window(e1 - 10, e1), weights),
             "right10": matched_share(window(e2 + 1, e2 + 11), weights),
-            "sentence_soft": soft_shares[sentence],
+            "sentence_soft": match.soft_shares[sentence],
             "left3_soft": soft_window(e1 - 3, e1), "right3_soft": soft_window(e2 + 1, e2 + 4),
             "left10_soft": soft_window(e1 - 10, e1), "right10_soft": soft_window(e2 + 1, e2 + 11),
             "sentence_rest": matched_share(rest, weights),
@@ -497,8 +527,8 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
         (np.fromiter((value for row in rows for value in row.values()), dtype=np.float32),
          np.fromiter((column for row in columns for column in row), dtype=np.int32),
          np.cumsum([0] + [len(row) for row in rows])), shape=(len(rows), len(FEATURE_NAMES)))
-    return QuestionView(qtype, spans, features, best, passage_share, len(query), len(query - passage_words),
-                        soft_share(passage_matches, weights), len(query) - len(passage_matches))
+    return QuestionView(qtype, spans, features, best, match.passage_share, len(query), match.missing_words,
+                        match.passage_soft_share, match.unrelated_words)
 
 
 def _grouped_softmax(scores: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
