@@ -376,10 +376,10 @@ def match_passage(query: set[str], context: Analysis, related: dict[str, dict[st
     shares = [matched_share(words & query, weights) for words in sentence_words]
 
     # The passage words near a question word, with the question words they stand for.
-    standing_for: dict[str, list[tuple[str, float]]] = {}
+    standing_for: dict[str, dict[str, float]] = {}
     for word, near_words in (related or {}).items():
         for near, cosine in near_words.items():
-            standing_for.setdefault(near, []).append((word, cosine))
+            standing_for.setdefault(near, {})[word] = cosine
     eojeol_count = (eojeols[-1] + 1) if len(eojeols) else 0
     eojeol_words: list[set[str]] = [set() for _ in range(eojeol_count)]
     eojeol_near: list[dict[str, float]] = [{} for _ in range(eojeol_count)]
@@ -389,7 +389,7 @@ def match_passage(query: set[str], context: Analysis, related: dict[str, dict[st
         eojeol = eojeols[index]
         if form in query:
             eojeol_words[eojeol].add(form)
-        _merge(eojeol_near[eojeol], dict(standing_for.get(form, ())))
+        _merge(eojeol_near[eojeol], standing_for.get(form, {}))
         eojeol_sentence[eojeol] = sentences[index]
     sentence_matches = [dict.fromkeys(words & query, 1.0) for words in sentence_words]
     for eojeol, near in enumerate(eojeol_near):
