@@ -7,7 +7,7 @@ from baselines.driver import versions
 from baselines.persistence import load_model, save_model
 from baselines.registry import get_task
 from baselines.tasks.mrc import (_FEATURE_INDEX, MrcAnswer, MrcQuestion, SpanRanker, candidate_spans, question_type,
-                                 question_view, related_words, targets)
+                                 question_view, reader_diagnostics, related_words, targets)
 from features.analysis import analyze
 from features.passages import sentence_ids
 
@@ -73,6 +73,13 @@ def test_ranker_learns_a_planted_pattern_and_survives_persistence(tmp_path):
     assert sum(text == "" for text in unanswerable) >= 0.8 * len(unanswerable)
     rows = get_task("mrc").predict(model, test)
     assert all(r.context[row["start"]:row["end"]] == row["answer"] for r, row in zip(test, rows))
+    # A declined question still shows the span the reader would have given, and its belief in it.
+    assert all(row["best_span"] and row["belief"] is not None for row in rows)
+    assert all(row["best_span"] == row["answer"] for row in rows if row["answer"])
+    metrics = get_task("mrc").score(test, rows, {})
+    assert metrics["best_span_exact_match/answerable"] >= 90
+    assert metrics["answerable_auc"] >= 0.8
+    assert metrics["exact_match/told_answerable"] >= metrics["exact_match"]
     train_file = tmp_path / "train.json"
     train_file.write_text("{}", encoding="utf-8")
     save_model(tmp_path / "mrc.joblib", model, "mrc", "span-ranker", [train_file], versions())
@@ -89,6 +96,20 @@ def test_without_abstaining_the_reader_answers_every_question_with_its_best_span
     assert all(text for text, _start in predicted)
     # The same span scorer: where the abstaining reader answers, both give the same span.
     assert all(mine == theirs for mine, theirs in zip(predicted, abstaining.predict(test)) if theirs[0])
+
+
+def test_reader_diagnostics_measure_the_span_scorer_and_the_decision_apart():
+    gold = {"a": ["서울"], "b": [], "c": ["부산"]}
+    predictions = [{"guid": "a", "best_span": "서울", "belief": 0.9},
+                   {"guid": "b", "best_span": "대구", "belief": 0.5},
+                   {"guid": "c", "best_span": "", "belief": None}]  # no candidate span
+    metrics = reader_diagnostics(gold, predictions)
+    assert metrics["best_span_exact_match/answerable"] == 50.0
+    assert abs(metrics["exact_match/told_answerable"] - 200 / 3) < 1e-9  # a right, b declined, c wrong
+    # a outranks b, and c (without a belief) ranks below b: one of two pairs in order.
+    assert metrics["answerable_auc"] == 0.5
+    without_beliefs = [{**p, "belief": None} for p in predictions]
+    assert "answerable_auc" not in reader_diagnostics(gold, without_beliefs)
 
 
 def test_a_near_word_in_the_passage_stands_in_for_a_question_word():

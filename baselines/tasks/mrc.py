@@ -11,6 +11,7 @@ import numpy as np
 from scipy import optimize, sparse
 from sklearn.base import BaseEstimator
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GroupKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -41,6 +42,17 @@ class MrcQuestion:
     is_impossible: bool = False
     question_type: Any = None
     plausible_answers: list[MrcAnswer] = field(default_factory=list)
+
+
+@dataclass
+class Reading:
+    """What the reader makes of one question: its best span (empty when it has no candidate), its belief
+    that the span is right rather than the question unanswerable (P(right) - P(unanswerable); None for a
+    reader without a no-answer decision) and whether it answers."""
+    best_span: str
+    best_start: int
+    belief: float | None
+    answers: bool
 
 
 def _answers(question: dict, key: str, context: str, path: Path, where: str,
@@ -114,9 +126,18 @@ def predictions_from_json(data: Any) -> list[dict] | None:
 
 
 def predict(model, records: Sequence[MrcQuestion]) -> list[dict]:
+    """The answer ('' for none) with its offsets; a reader that ranks spans adds its best span and its
+    belief in it even where it declines, so that the span scorer and the no-answer decision can be
+    measured apart and a user can answer at a threshold of their own."""
+    if not hasattr(model, "read"):
+        return [{"guid": record.guid, "answer": answer, "start": start, "end": start + len(answer)}
+                for record, (answer, start) in zip(records, model.predict(records))]
     rows = []
-    for record, (answer, start) in zip(records, model.predict(records)):
-        rows.append({"guid": record.guid, "answer": answer, "start": start, "end": start + len(answer)})
+    for record, reading in zip(records, model.read(records)):
+        answer, start = (reading.best_span, reading.best_start) if reading.answers else ("", 0)
+        rows.append({"guid": record.guid, "answer": answer, "start": start, "end": start + len(answer),
+                     "best_span": reading.best_span, "best_span_start": reading.best_start,
+                     "belief": reading.belief})
     return rows
 
 
@@ -127,7 +148,35 @@ def score(records: Sequence[MrcQuestion], predictions: Sequence[dict], resources
         raise PredictionError(f"{len(bad)} predictions lack a string 'answer' (first: {', '.join(bad[:3])})")
     gold = {r.guid: answers for r, answers in zip(records, targets(records))}
     types = {r.guid: r.question_type for r in records if r.question_type is not None}
-    return scoring.score_mrc(gold, {p["guid"]: p["answer"] for p in aligned}, types or None)
+    metrics = scoring.score_mrc(gold, {p["guid"]: p["answer"] for p in aligned}, types or None)
+    if all(isinstance(p.get("best_span"), str) for p in aligned):
+        metrics.update(reader_diagnostics(gold, aligned))
+    return metrics
+
+
+def reader_diagnostics(gold: dict[str, list[str]], predictions: Sequence[dict]) -> dict[str, float]:
+    """The two parts of a reader measured apart (not official metrics). The span scorer: EM and ROUGE-W
+    of the best span on the answerable questions. The no-answer decision: ROC AUC of the reader's belief
+    for telling answerable questions from unanswerable ones. And what the reader would score if it knew
+    which questions have no answer (best span where there is an answer, '' elsewhere)."""
+    best = {p["guid"]: p["best_span"] for p in predictions}
+    answerable = {guid: answers for guid, answers in gold.items() if answers}
+    metrics = {}
+    if answerable:
+        spans = scoring.score_mrc(answerable, {guid: best[guid] for guid in answerable})
+        metrics["best_span_exact_match/answerable"] = spans["exact_match"]
+        metrics["best_span_rouge_w/answerable"] = spans["rouge_w"]
+    told = scoring.score_mrc(gold, {guid: best[guid] if answers else "" for guid, answers in gold.items()})
+    metrics["exact_match/told_answerable"] = told["exact_match"]
+    metrics["rouge_w/told_answerable"] = told["rouge_w"]
+    beliefs = [p.get("belief") for p in predictions]
+    has_answer = [bool(gold[p["guid"]]) for p in predictions]
+    known = [b for b in beliefs if b is not None]
+    if known and len(set(has_answer)) == 2:
+        # A question without candidate spans has no belief: it ranks below every other.
+        floor = min(known) - 1.0
+        metrics["answerable_auc"] = float(roc_auc_score(has_answer, [floor if b is None else b for b in beliefs]))
+    return metrics
 
 
 class EmptyAnswerReader(BaseEstimator):
@@ -712,21 +761,27 @@ class SpanRanker(BaseEstimator):
         unanswerable = probabilities[:, column[_UNANSWERABLE]] if _UNANSWERABLE in column else 0.0
         return correct - unanswerable
 
-    def predict(self, records: Sequence[MrcQuestion]) -> list[tuple[str, int]]:
-        answers = []
+    def read(self, records: Sequence[MrcQuestion]) -> list[Reading]:
+        """Each question's best span, the reader's belief in it and whether it answers with it."""
+        readings = []
         for record, view in zip(records, self._views(records)):
             scores = self._scores(view, self.weights_)
             if not len(scores):
-                answers.append(("", 0))
+                readings.append(Reading("", 0, None, False))
                 continue
+            start, end = view.spans[int(np.argmax(scores))]
+            belief = None
             if self.answer_model_ is not None:
                 probabilities = self.answer_model_.predict_proba(self._question_features(view, scores)[None])
-                answer = self._advantage(probabilities, self.answer_model_.classes_)[0] > self.threshold_
+                belief = float(self._advantage(probabilities, self.answer_model_.classes_)[0])
+                answers = belief > self.threshold_
             else:
-                answer = self.threshold_ < 0
-            start, end = view.spans[int(np.argmax(scores))]
-            answers.append((record.context[start:end], start) if answer else ("", 0))
-        return answers
+                answers = self.threshold_ < 0
+            readings.append(Reading(record.context[start:end], start, belief, bool(answers)))
+        return readings
+
+    def predict(self, records: Sequence[MrcQuestion]) -> list[tuple[str, int]]:
+        return [(r.best_span, r.best_start) if r.answers else ("", 0) for r in self.read(records)]
 
 
 def span_ranker(random_state: int = 0, resources: dict | None = None) -> SpanRanker:
