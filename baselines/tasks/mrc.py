@@ -718,11 +718,12 @@ class SpanRanker(BaseEstimator):
             chosen = np.sort(rng.choice(chosen, self.max_calibration_questions, replace=False))
         groups = [records[i].context for i in chosen]
         folds = GroupKFold(n_splits=min(self.calibration_folds, len(set(groups))))
-        rows, outcomes, rouges = [], [], []
+        rows, outcomes, rouges, passages = [], [], [], []
         for inner_train, inner_test in folds.split(chosen, groups=groups):
             weights = self._fit_weights([views[chosen[i]] for i in inner_train],
                                         [positives[chosen[i]] for i in inner_train])
             for i in chosen[inner_test]:
+                passages.append(records[i].context)  # the rows come fold by fold, not in `chosen` order
                 scores = self._scores(views[i], weights)
                 rows.append(self._question_features(views[i], scores))
                 if not y[i]:
@@ -739,7 +740,7 @@ class SpanRanker(BaseEstimator):
             self.answer_model_ = None
             self.threshold_ = -np.inf if outcomes[0] != _UNANSWERABLE else np.inf
             return
-        held_out = cross_val_predict(self.answer_model_, rows, outcomes, groups=[records[i].context for i in chosen],
+        held_out = cross_val_predict(self.answer_model_, rows, outcomes, groups=passages,
                                      cv=GroupKFold(n_splits=folds.n_splits), method="predict_proba")
         self.answer_model_.fit(rows, outcomes)
         advantage = self._advantage(held_out, self.answer_model_.classes_)
