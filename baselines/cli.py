@@ -294,10 +294,13 @@ def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir,
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where to write <task>.json and README.md (default: ./results; with the shipped sample, "
                    "nothing is written unless this is given).")
+@click.option("--predictions-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also write the predictions that were scored (out-of-fold with --cv) to "
+                   "<task>-<model>.jsonl here, as `score --predictions` reads them.")
 @click.pass_context
 @friendly_errors
 def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv: int, seed: int, pos,
-        results_dir) -> None:
+        results_dir, predictions_dir) -> None:
     """Train and evaluate (all tasks by default), print the table and record results/."""
     out = console(ctx)
     codes = task_codes or TASK_CODES
@@ -310,12 +313,16 @@ def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv:
         spec = get_task(code)
         data = _data(spec, out, data_dir, train_file, dev_file)
         sample_used |= data.is_sample
-        record = driver.evaluate_task(spec, data, model_name=_model_from_pos(spec, model_name, pos), seed=seed,
-                                      cv=cv, log=out.log, params=params)
+        record, predictions = driver.evaluate_task(spec, data, model_name=_model_from_pos(spec, model_name, pos),
+                                                   seed=seed, cv=cv, log=out.log, params=params)
         record["command"] = command_line()
         records[code] = record
         out.log(f"{code}: " + ", ".join(f"{k} {v:.2f}" for k, v in record["headline"].items())
                 + f" ({sum(record['seconds'].values()):.1f}s, peak {record['peak_rss_mb']:.0f} MiB)")
+        if predictions_dir is not None:
+            path = predictions_dir / f"{results.run_file_stem(record)}.jsonl"
+            write_jsonl_atomic(path, predictions)
+            out.log(f"{code}: predictions written to {path}")
         if results_dir is not None or not data.is_sample:
             path = results.record_run(results_dir or Path("results"), record)
             out.log(f"{code}: recorded in {path}")
@@ -434,8 +441,8 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
     data = _data(spec, out, data_dir, train_file, dev_file)
     points = []
     for fraction in fractions:
-        record = driver.evaluate_task(spec, data, model_name=model_name, seed=seed, cv=cv, log=out.log,
-                                      train_fraction=fraction, params=params)
+        record, _predictions = driver.evaluate_task(spec, data, model_name=model_name, seed=seed, cv=cv,
+                                                    log=out.log, train_fraction=fraction, params=params)
         points.append({"fraction": fraction, **{
             key: record[key] for key in ("trained_on", "headline", "metrics", "seconds", "peak_rss_mb")}})
         out.log(f"{task}: {fraction:g} of the training data: "
@@ -445,8 +452,7 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
     report = {key: record[key] for key in shared if key in record}
     report.update(points=points, command=command_line())
     if results_dir is not None or not data.is_sample:
-        name = results.run_name(record).replace(" ", "-")
-        path = (results_dir or Path("results")) / "learning-curve" / f"{task}-{name}.json"
+        path = (results_dir or Path("results")) / "learning-curve" / f"{results.run_file_stem(record)}.json"
         write_json_atomic(path, report)
         out.log(f"{task}: written to {path}")
     headline = list(points[0]["headline"])

@@ -182,12 +182,13 @@ def training_subset(task: TaskSpec, records: Sequence, fraction: float, seed: in
 
 def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None, seed: int = 0, cv: int = 0,
                   log: Callable[[str], None] = lambda message: None, train_fraction: float = 1.0,
-                  params: dict[str, Any] | None = None) -> dict:
+                  params: dict[str, Any] | None = None) -> tuple[dict, list[dict]]:
     """Train on the train file (and, with cv, on the other dev folds), predict the dev file, score it.
     With train_fraction < 1, each fit sees only that share of its training records (a learning curve).
     `params` are hyper-parameters set over the model's defaults.
 
-    Returns the record that `run` writes to results/<task>.json.
+    Returns the record that `run` writes to results/<task>.json, and the predictions that were scored (one
+    per dev record, in its order; out-of-fold with cv).
     """
     watch = Stopwatch()
     if data.dev is None:
@@ -255,7 +256,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     if train_fraction != 1:
         record["train_fraction"] = train_fraction
     record["trained_on"] = trained_on  # records per fit: one, or one per fold
-    return record
+    return record, predictions
 
 
 def _jsonable_params(model) -> dict:

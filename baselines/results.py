@@ -42,6 +42,11 @@ def run_name(record: dict) -> str:
     return " ".join([record["model"]] + [f"{key}={json.dumps(value)}" for key, value in sorted(given.items())])
 
 
+def run_file_stem(record: dict) -> str:
+    """A file name for one run's output: 'mrc-span-ranker', 'mrc-span-ranker-abstain=false'."""
+    return f"{record['task']}-{run_name(record).replace(' ', '-')}"
+
+
 def record_run(results_dir: Path, record: dict) -> Path:
     """Store `record` as the task's run for its model (and hyper-parameters given), replacing the previous one."""
     data = load_task_results(results_dir, record["task"])

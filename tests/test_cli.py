@@ -58,6 +58,22 @@ def test_cross_fitting_groups_mrc_by_passage(tmp_path):
             assert not passages[a] & passages[b]
 
 
+def test_run_writes_the_out_of_fold_predictions_that_it_scored(tmp_path):
+    """`score` on the file that `run --predictions-dir` wrote gives the metrics that `run` recorded."""
+    dev = sample_file("mrc")
+    invoke("run", "mrc", "--dev", str(dev), "--cv", "3", "--results-dir", str(tmp_path / "results"),
+           "--predictions-dir", str(tmp_path / "predictions"))
+    recorded = json.loads((tmp_path / "results" / "mrc.json").read_text(encoding="utf-8"))["runs"]["span-ranker"]
+    predictions = tmp_path / "predictions" / "mrc-span-ranker.jsonl"
+    rows = [json.loads(line) for line in predictions.read_text(encoding="utf-8").splitlines()]
+    assert [row["guid"] for row in rows] == [record.guid for record in get_task("mrc").load(dev)]
+    assert all("best_span" in row for row in rows)
+    scored = json.loads(invoke("score", "mrc", "--gold", str(dev), "--predictions", str(predictions),
+                               "--json").output)["metrics"]
+    assert scored == pytest.approx(recorded["metrics"], abs=1e-6)
+    assert "answerable_auc" in scored
+
+
 def test_missing_training_file_without_cv_is_a_clear_error(tmp_path):
     result = invoke("run", "wos", "--dev", str(sample_file("wos")), expect=1)
     assert "no training file" in result.output and "--cv" in result.output
