@@ -167,8 +167,8 @@ def reader_diagnostics(gold: dict[str, list[str]], predictions: Sequence[dict]) 
         metrics["best_span_exact_match/answerable"] = spans["exact_match"]
         metrics["best_span_rouge_w/answerable"] = spans["rouge_w"]
     told = scoring.score_mrc(gold, {guid: best[guid] if answers else "" for guid, answers in gold.items()})
-    metrics["exact_match/told_answerable"] = told["exact_match"]
-    metrics["rouge_w/told_answerable"] = told["rouge_w"]
+    metrics["told_exact_match"] = told["exact_match"]
+    metrics["told_rouge_w"] = told["rouge_w"]
     beliefs = [p.get("belief") for p in predictions]
     has_answer = [bool(gold[p["guid"]]) for p in predictions]
     known = [b for b in beliefs if b is not None]
