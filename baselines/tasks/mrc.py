@@ -52,7 +52,7 @@ class Reading:
     best_span: str
     best_start: int
     belief: float | None
-    answers: bool
+    answered: bool
 
 
 def _answers(question: dict, key: str, context: str, path: Path, where: str,
@@ -134,7 +134,7 @@ def predict(model, records: Sequence[MrcQuestion]) -> list[dict]:
                 for record, (answer, start) in zip(records, model.predict(records))]
     rows = []
     for record, reading in zip(records, model.read(records)):
-        answer, start = (reading.best_span, reading.best_start) if reading.answers else ("", 0)
+        answer, start = (reading.best_span, reading.best_start) if reading.answered else ("", 0)
         rows.append({"guid": record.guid, "answer": answer, "start": start, "end": start + len(answer),
                      "best_span": reading.best_span, "best_span_start": reading.best_start,
                      "belief": reading.belief})
@@ -775,14 +775,14 @@ class SpanRanker(BaseEstimator):
             if self.answer_model_ is not None:
                 probabilities = self.answer_model_.predict_proba(self._question_features(view, scores)[None])
                 belief = float(self._advantage(probabilities, self.answer_model_.classes_)[0])
-                answers = belief > self.threshold_
+                answered = belief > self.threshold_
             else:
-                answers = self.threshold_ < 0
-            readings.append(Reading(record.context[start:end], start, belief, bool(answers)))
+                answered = self.threshold_ < 0
+            readings.append(Reading(record.context[start:end], start, belief, bool(answered)))
         return readings
 
     def predict(self, records: Sequence[MrcQuestion]) -> list[tuple[str, int]]:
-        return [(r.best_span, r.best_start) if r.answers else ("", 0) for r in self.read(records)]
+        return [(r.best_span, r.best_start) if r.answered else ("", 0) for r in self.read(records)]
 
 
 def span_ranker(random_state: int = 0, resources: dict | None = None) -> SpanRanker:
