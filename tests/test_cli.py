@@ -170,6 +170,14 @@ def test_score_mrc_accepts_a_plain_answer_object(tmp_path):
     assert json.loads(result.output)["metrics"]["exact_match"] == 100.0
 
 
+def test_score_mrc_names_a_belief_that_is_not_a_number(tmp_path):
+    records = get_task("mrc").load(sample_file("mrc"))
+    rows = [{"guid": r.guid, "answer": "", "best_span": "", "belief": 0.5} for r in records]
+    rows[1]["belief"] = "high"
+    result = _score("mrc", rows, tmp_path, expect=1)
+    assert "'belief'" in result.output and records[1].guid in result.output and "Traceback" not in result.output
+
+
 def test_score_wos_rejects_slots_outside_the_ontology(tmp_path):
     records = get_task("wos").load(sample_file("wos"))
     rows = [{"guid": r.guid, "states": [["우주-행성-화성"] for _ in r.user_turns]} for r in records]

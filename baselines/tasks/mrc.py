@@ -150,6 +150,11 @@ def score(records: Sequence[MrcQuestion], predictions: Sequence[dict], resources
     types = {r.guid: r.question_type for r in records if r.question_type is not None}
     metrics = scoring.score_mrc(gold, {p["guid"]: p["answer"] for p in aligned}, types or None)
     if all(isinstance(p.get("best_span"), str) for p in aligned):
+        bad = [p["guid"] for p in aligned if p.get("belief") is not None
+               and (isinstance(p["belief"], bool) or not isinstance(p["belief"], (int, float)))]
+        if bad:
+            raise PredictionError(f"{len(bad)} predictions have a 'belief' that is not a number or null "
+                                  f"(first: {', '.join(bad[:3])})")
         metrics.update(reader_diagnostics(gold, aligned))
     return metrics
 
