@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from functools import cache
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -493,6 +495,41 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
                  "wh_similarity": next(((f, t) for f, t in zip(question.forms, question.tags) if f in _WH_WORDS),
                                        None)}
 
+    # A question's candidates share their start and end eojeols and their head nouns, so what lies in a
+    # stretch of a sentence and how near a head is to the question are worked out once per question:
+    # this loop was most of the reader's time.
+    sentence_eojeols: dict[int, list[int]] = {}
+    for eojeol, sentence in enumerate(eojeol_sentence):
+        sentence_eojeols.setdefault(sentence, []).append(eojeol)
+
+    def within(sentence: int, low: int, high: int) -> list[int]:
+        members = sentence_eojeols[sentence]
+        return members[bisect_left(members, low):bisect_left(members, high)]
+
+    @cache
+    def window(sentence: int, low: int, high: int) -> frozenset[str]:
+        return frozenset().union(*(eojeol_words[e] for e in within(sentence, low, high)))
+
+    @cache
+    def window_share(sentence: int, low: int, high: int) -> float:
+        return matched_share(window(sentence, low, high), weights)
+
+    @cache
+    def soft_window(sentence: int, low: int, high: int) -> float:
+        matches: dict[str, float] = {}
+        for e in within(sentence, low, high):
+            _merge(_merge(matches, dict.fromkeys(eojeol_words[e], 1.0)), eojeol_near[e])
+        return soft_share(matches, weights)
+
+    @cache
+    def bigram_share(text: str) -> float:
+        return len(char_ngrams(text, 2) & question_bigrams) / max(len(question_bigrams), 1)
+
+    @cache
+    def head_similarity(name: str, head: int) -> float | None:
+        asked = asked_for[name]
+        return similarity(asked, (context.forms[head], context.tags[head])) if asked else 0.0
+
     spans, rows = [], []
     for first, last in candidate_spans(context, tags, sentences, keep, max_eojeols, max_chars):
         start, end = context.starts[first], context.ends[last]
@@ -500,19 +537,8 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
         e1, e2 = eojeols[first], eojeols[last]
         sentence = sentences[first]
 
-        def window(low: int, high: int) -> set[str]:
-            return set().union(*(eojeol_words[e] for e in range(max(low, 0), min(high, eojeol_count))
-                                 if eojeol_sentence[e] == sentence))
-
-        def soft_window(low: int, high: int) -> float:
-            matches: dict[str, float] = {}
-            for e in range(max(low, 0), min(high, eojeol_count)):
-                if eojeol_sentence[e] == sentence:
-                    _merge(_merge(matches, dict.fromkeys(eojeol_words[e], 1.0)), eojeol_near[e])
-            return soft_share(matches, weights)
-
         span_words = content_set(context, first, last + 1)
-        rest = window(0, e1) | window(e2 + 1, eojeol_count)
+        rest = window(sentence, 0, e1) | window(sentence, e2 + 1, eojeol_count)
         matched = [e for e in match.matched_in_sentence[sentence] if not e1 <= e <= e2]
         proximity = math.fsum(weights[word] / (e1 - e if e < e1 else e - e2)
                               for e in matched for word in eojeol_words[e])
@@ -521,13 +547,13 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
         row = {
             "sentence_share": shares[sentence], "sentence_relative": shares[sentence] / best if best else 0.0,
             f"sentence_rank{min(rank_of[sentence], 2)}": 1.0,
-            "left3": matched_share(window(e1 - 3, e1), weights),
-            "right3": matched_share(window(e2 + 1, e2 + 4), weights),
-            "left10": matched_share(window(e1 - 10, e1), weights),
-            "right10": matched_share(window(e2 + 1, e2 + 11), weights),
+            "left3": window_share(sentence, e1 - 3, e1),
+            "right3": window_share(sentence, e2 + 1, e2 + 4),
+            "left10": window_share(sentence, e1 - 10, e1),
+            "right10": window_share(sentence, e2 + 1, e2 + 11),
             "sentence_soft": match.soft_shares[sentence],
-            "left3_soft": soft_window(e1 - 3, e1), "right3_soft": soft_window(e2 + 1, e2 + 4),
-            "left10_soft": soft_window(e1 - 10, e1), "right10_soft": soft_window(e2 + 1, e2 + 11),
+            "left3_soft": soft_window(sentence, e1 - 3, e1), "right3_soft": soft_window(sentence, e2 + 1, e2 + 4),
+            "left10_soft": soft_window(sentence, e1 - 10, e1), "right10_soft": soft_window(sentence, e2 + 1, e2 + 11),
             "sentence_rest": matched_share(rest, weights),
             "nearest_left": _nearest(matched, e1, True), "nearest_right": _nearest(matched, e2, False),
             "span_in_question": len(span_words & query) / len(span_words) if span_words else 0.0,
@@ -536,8 +562,8 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
             "log_occurrences": math.log(context.text.count(text)),
             "sentence_start": float(first == 0 or sentences[first - 1] != sentence),
             "weighted_proximity": proximity / total_weight if total_weight else 0.0,
-            "bigrams_left": len(char_ngrams(left_text, 2) & question_bigrams) / max(len(question_bigrams), 1),
-            "bigrams_right": len(char_ngrams(right_text, 2) & question_bigrams) / max(len(question_bigrams), 1),
+            "bigrams_left": bigram_share(left_text),
+            "bigrams_right": bigram_share(right_text),
             # Answers are whole noun phrases: a bare noun just before or after the span means it is cut.
             "left_extendable": float(first > 0 and eojeols[first - 1] != e1 and tags[first - 1] in _NOMINAL
                                      and e1 - 1 >= 0 and eojeol_sentence[e1 - 1] == sentence),
@@ -548,11 +574,11 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
             after = [context.forms[i].lower() for i in range(last + 1, min(last + 4, len(context)))]
             row["focus_after"] = float(focus_form in after)
             row["focus_in_span"] = float(context.forms[last].lower() == focus_form)
-            row["focus_before"] = float(focus_form in window(e1 - 3, e1 + 1))
+            row["focus_before"] = float(focus_form in window(sentence, e1 - 3, e1 + 1))
         head = next((i for i in range(last, first - 1, -1) if tags[i] in _NOMINAL), None)
         if head is not None:
-            for name, asked in asked_for.items():
-                value = similarity(asked, (context.forms[head], context.tags[head])) if asked else 0.0
+            for name in asked_for:
+                value = head_similarity(name, head)
                 if value is None:
                     row["similarity_unknown"] = 1.0
                 elif value:
