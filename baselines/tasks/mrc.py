@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from functools import cache
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -688,7 +688,7 @@ class SpanRanker(BaseEstimator):
         if not blocks:
             raise ValueError("no training question has its answer among the candidate spans")
         # Scaled in place once stacked: a scaled copy of every block besides the stack would hold the
-        # candidates' features three times over (5.4 GB at the official train file's 17,554 questions).
+        # candidates' features three times over.
         rows = self.scaler_.transform(sparse.vstack(blocks, format="csr"), copy=False)
         is_gold = np.concatenate(gold)
         sizes = np.array([len(positive) for positive in gold])
