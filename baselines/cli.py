@@ -5,6 +5,7 @@ import functools
 import json
 import shlex
 import sys
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -45,6 +46,11 @@ class Console:
     def progress(self, label: str, length: int):
         return click.progressbar(length=length, label=label, file=sys.stderr if not self.quiet else None,
                                  show_pos=False, show_percent=True, hidden=self.quiet)
+
+
+def one_line_warnings(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings reach a command-line user as one 'Warning: ...' line on stderr, without source lines."""
+    click.echo(f"Warning: {message}", err=True)
 
 
 def console(ctx: click.Context) -> Console:
@@ -104,6 +110,7 @@ def command_line() -> str:
 def main(ctx: click.Context, quiet: bool, no_cache: bool, cache_dir: Path | None, workers: int | None) -> None:
     """Classical, CPU-only baselines for the eight KLUE tasks, scored with the official metrics."""
     ctx.obj = Console(quiet)
+    warnings.showwarning = one_line_warnings
     analysis.configure(num_workers=workers, cache_dir=cache_dir, use_cache=False if no_cache else None,
                        progress=None if quiet else ctx.obj.progress)
 
@@ -216,7 +223,7 @@ def _print_metrics(metrics: dict[str, float], headline: tuple[str, ...]) -> None
     width = max(map(len, metrics))
     ordered = [k for k in headline if k in metrics] + sorted(k for k in metrics if k not in headline)
     for key in ordered:
-        click.echo(f"{key:<{width}}  {metrics[key]:8.2f}")
+        click.echo(f"{key:<{width}}  {results.format_score(metrics[key], 8)}")
 
 
 @main.command()
@@ -239,10 +246,11 @@ def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, params,
         raise driver.UsageError(f"no evaluation file for {task}: give --dev FILE or --data-dir")
     name, model = _model_for(spec, out, model_path, data, seed, params=params)
     records = spec.load(data.dev)
-    driver.check_labelled(spec, records, data.dev)
+    driver.check_gold(spec, records, data.dev)
     metrics = spec.score(records, spec.predict(model, records), spec.load_resources(data.extras))
     if as_json:
-        click.echo(json.dumps({"task": task, "model": name, "metrics": metrics}, ensure_ascii=False, indent=2))
+        click.echo(json.dumps({"task": task, "model": name, "metrics": results.jsonable_scores(metrics, 6)},
+                              ensure_ascii=False, indent=2))
     else:
         _print_metrics(metrics, spec.headline)
 
@@ -317,7 +325,7 @@ def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv:
                                                    seed=seed, cv=cv, log=out.log, params=params)
         record["command"] = command_line()
         records[code] = record
-        out.log(f"{code}: " + ", ".join(f"{k} {v:.2f}" for k, v in record["headline"].items())
+        out.log(f"{code}: " + ", ".join(f"{k} {results.format_score(v)}" for k, v in record["headline"].items())
                 + f" ({sum(record['seconds'].values()):.1f}s, peak {record['peak_rss_mb']:.0f} MiB)")
         if predictions_dir is not None:
             path = predictions_dir / f"{results.run_file_stem(record)}.jsonl"
@@ -331,7 +339,7 @@ def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv:
     rows = []
     for code, record in records.items():
         for metric, value in record["headline"].items():
-            rows.append([code, record["model"], metric, f"{value:.2f}", record["protocol"]])
+            rows.append([code, record["model"], metric, results.format_score(value), record["protocol"]])
     header = ["task", "model", "metric", "score", "protocol"]
     widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
     for row in [header] + rows:
@@ -446,7 +454,7 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
         points.append({"fraction": fraction, **{
             key: record[key] for key in ("trained_on", "headline", "metrics", "seconds", "peak_rss_mb")}})
         out.log(f"{task}: {fraction:g} of the training data: "
-                + ", ".join(f"{k} {v:.2f}" for k, v in record["headline"].items()))
+                + ", ".join(f"{k} {results.format_score(v)}" for k, v in record["headline"].items()))
     shared = ("task", "model", "estimator", "protocol", "cv_folds", "data_source", "files", "hyper_parameters", "seed",
               "versions", "params")
     report = {key: record[key] for key in shared if key in record}
@@ -461,7 +469,7 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
         low, high = min(point["trained_on"]), max(point["trained_on"])
         trained = f"{low}-{high}" if low != high else str(low)
         click.echo("  ".join([f"{point['fraction']:<8g}", f"{trained:<10}"]
-                             + [f"{point['headline'][k]:>{len(k)}.2f}" for k in headline]))
+                             + [results.format_score(point['headline'][k], len(k)) for k in headline]))
 
 
 def _read_predictions(spec: TaskSpec, path: Path) -> list[dict]:
@@ -496,7 +504,7 @@ def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_
     """Score anyone's predictions against an official file with the official metrics."""
     spec, out = get_task(task), console(ctx)
     gold = spec.load(gold_path)
-    driver.check_labelled(spec, gold, gold_path)
+    driver.check_gold(spec, gold, gold_path)
     resources = spec.load_resources(driver.resolve_data(spec, data_dir, dev=gold_path).extras)
     predictions = _read_predictions(spec, predictions_path)
     try:
@@ -506,7 +514,8 @@ def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_
     if task == "re" and "auprc" not in metrics:
         out.log("re: AUPRC needs 'probs' (label -> probability) in every prediction; micro F1 only")
     if as_json:
-        click.echo(json.dumps({"task": task, "metrics": metrics}, ensure_ascii=False, indent=2))
+        click.echo(json.dumps({"task": task, "metrics": results.jsonable_scores(metrics, 6)}, ensure_ascii=False,
+                              indent=2))
     else:
         _print_metrics(metrics, spec.headline)
 

@@ -20,6 +20,11 @@ class DataError(Exception):
         super().__init__(f"{location}: {problem}")
 
 
+class InputWarning(UserWarning):
+    """Input that is used, but not as given or not as the official code would expect (the CLI prints it as
+    one 'Warning:' line)."""
+
+
 def read_json(path: Path) -> Any:
     """Parse a JSON file; a syntax error becomes a DataError with its line and column."""
     try:

@@ -14,8 +14,9 @@ from sklearn.model_selection import GroupKFold, KFold
 
 import baselines
 from baselines import datafiles
+from baselines.results import jsonable_scores
 from baselines.dataio import DataError, file_sha256
-from baselines.taskspec import TaskSpec
+from baselines.taskspec import TaskSpec, repeated
 from features import analysis
 
 
@@ -128,11 +129,33 @@ def check_params(name: str, model, names) -> None:
         raise UsageError(f"{name} has no hyper-parameters {sorted(unknown)}; it has {sorted(model.get_params())}")
 
 
+def _has_missing(target: Any) -> bool:
+    """True when a gold target, or any part of it (DP heads, a WoS turn's state), is missing."""
+    if target is None:
+        return True
+    if isinstance(target, (list, tuple)):
+        return any(_has_missing(part) for part in target)
+    return False
+
+
 def check_labelled(task: TaskSpec, records: Sequence, path: Path) -> None:
+    """Every record carries its gold labels (training and scoring need them), else a DataError naming it."""
     for gold, record in zip(task.targets(records), records):
-        if gold is None or (isinstance(gold, tuple) and None in gold[0]):
-            raise DataError(path, f"guid {task.record_id(record)}", "has no gold label; training and "
-                            "scoring need labelled data")
+        if _has_missing(gold):
+            raise DataError(path, f"guid {task.record_id(record)}", "has no gold label (or lacks part of "
+                            "it); training and scoring need labelled data")
+
+
+def check_gold(task: TaskSpec, records: Sequence, path: Path) -> None:
+    """A file to score against: not empty, every record labelled, and each guid once (a repeated gold record
+    would be scored twice against one prediction)."""
+    if not records:
+        raise DataError(path, None, f"holds no {task.code} records; there is nothing to score")
+    check_labelled(task, records, path)
+    twice = repeated([task.record_id(record) for record in records])
+    if twice:
+        raise DataError(path, f"guid {twice[0]}", f"occurs more than once ({len(twice)} guids are repeated); "
+                        "each gold record must have its own guid")
 
 
 def is_partial(path: Path, task: TaskSpec, official_name: str) -> bool:
@@ -201,7 +224,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     log(f"{task.code}: loading {data.dev.name}" + (f" and {data.train.name}" if data.train else ""))
     dev_records = watch.measure("load", lambda: task.load(data.dev))
     train_records = watch.measure("load", lambda: task.load(data.train)) if data.train else []
-    check_labelled(task, dev_records, data.dev)
+    check_gold(task, dev_records, data.dev)
     if data.train:
         check_labelled(task, train_records, data.train)
     name, model = build_model(task, model_name, seed, resources, params)
@@ -242,8 +265,8 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         "cv_folds": cv,
         "data_source": data.source,
         "sample": data.is_sample,
-        "metrics": {key: round(value, 6) for key, value in metrics.items()},
-        "headline": {key: round(metrics[key], 4) for key in task.headline if key in metrics},
+        "metrics": jsonable_scores(metrics, 6),
+        "headline": jsonable_scores({key: metrics[key] for key in task.headline if key in metrics}, 4),
         "files": files,
         "hyper_parameters": _jsonable_params(model),
         "seed": seed,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from baselines.dataio import DataError, atomic_output, read_json, write_json_atomic
@@ -56,8 +57,24 @@ def record_run(results_dir: Path, record: dict) -> Path:
     return path
 
 
-def _cell(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+UNDEFINED = "n/a"  # how a table prints an undefined score, such as Pearson r of a constant prediction
+
+
+def jsonable_scores(metrics: dict[str, float], digits: int) -> dict[str, float | None]:
+    """Scores rounded for a record, an undefined (NaN) one as None: JSON has no NaN, and null says 'undefined'."""
+    return {key: None if math.isnan(value) else round(value, digits) for key, value in metrics.items()}
+
+
+def format_score(value: float | None, width: int = 0) -> str:
+    """A score with two decimals, 'n/a' when it is undefined (None or NaN)."""
+    text = UNDEFINED if value is None or math.isnan(value) else f"{value:.2f}"
+    return f"{text:>{width}}"
+
+
+def _cell(value: float | None, present: bool = True) -> str:
+    if not present:
+        return "-"
+    return format_score(value)
 
 
 def table_rows(runs_by_task: dict[str, dict]) -> list[list[str]]:
@@ -71,9 +88,9 @@ def table_rows(runs_by_task: dict[str, dict]) -> list[list[str]]:
             anchors = ANCHORS.get(task.code, {}).get(metric, (None, None))
             rows.append([
                 task.code, metric,
-                _cell(floor["metrics"].get(metric) if floor else None),
-                _cell(ours["metrics"].get(metric) if ours else None),
-                _cell(anchors[0]), _cell(anchors[1]),
+                _cell(floor["metrics"].get(metric) if floor else None, bool(floor) and metric in floor["metrics"]),
+                _cell(ours["metrics"].get(metric) if ours else None, bool(ours) and metric in ours["metrics"]),
+                _cell(anchors[0], anchors[0] is not None), _cell(anchors[1], anchors[1] is not None),
                 (ours or floor or {}).get("protocol", "-"),
             ])
     return rows
@@ -124,6 +141,9 @@ def regenerate_readme(results_dir: Path) -> Path:
         "this project). Anchors are the published KLUE test-set scores of neural models.",
         "",
         markdown_table(table_rows(runs_by_task)),
+        "",
+        f"{UNDEFINED}: the metric is undefined for that run, as in the official code: Pearson r of a constant "
+        "prediction (the STS floor) divides 0 by 0.",
         "",
         "## How each row was produced",
         "",

@@ -6,6 +6,8 @@ under keys with a ``/`` (for example ``class_f1/스포츠``) and are not part of
 """
 from __future__ import annotations
 
+import difflib
+import math
 import re
 import string
 import warnings
@@ -62,11 +64,15 @@ def score_nli(gold: Sequence[str], pred: Sequence[str]) -> dict[str, float]:
 
 
 def score_sts(gold: Sequence[float], pred: Sequence[float]) -> dict[str, float]:
-    """Pearson r on the unrounded gold scores, and binary F1 with both sides thresholded at 3.0."""
+    """Pearson r on the unrounded gold scores (NaN, undefined, when either side is constant), and binary F1
+    with both sides thresholded at 3.0. Scores outside 0-5 are scored as given, as the official code does."""
     _check_lengths("sts", gold, pred)
     gold_arr = np.asarray(gold, dtype=float)
     pred_arr = np.asarray(pred, dtype=float)
-    pearson = stats.pearsonr(gold_arr, pred_arr)[0] if np.ptp(pred_arr) > 0 else 0.0
+    # Pearson r of a constant series is undefined (0/0); the official scipy call returns NaN there, and so
+    # does this, without scipy's warning. Tables print it as 'n/a', JSON as null.
+    constant = np.ptp(pred_arr) == 0 or np.ptp(gold_arr) == 0
+    pearson = math.nan if constant else stats.pearsonr(gold_arr, pred_arr)[0]
     f1 = metrics.f1_score(gold_arr >= STS_THRESHOLD, pred_arr >= STS_THRESHOLD, zero_division=0)
     return {"pearsonr": float(pearson) * 100, "f1": float(f1) * 100}
 
@@ -97,9 +103,11 @@ def _concatenate_ner(sequences: Sequence[Sequence[str]]) -> list[str]:
 
 
 def score_ner(gold_tags: Sequence[Sequence[str]], pred_tags: Sequence[Sequence[str]]) -> dict[str, float]:
-    """Entity macro F1 (strict IOB2) over the six types and character macro F1 over the 13 tags.
+    """Entity macro F1 (strict IOB2) and character macro F1 over the 13 tags.
 
-    Tags are per sentence, one per non-space character (spaces are not scored).
+    Tags are per sentence, one per scored character (the caller drops the U+0020 spaces). As in seqeval,
+    which the official scorer calls, the entity macro average runs over the types present in gold or
+    predictions (a type in neither is left out, not scored 0), and is NaN (undefined) when there are none.
     """
     _check_lengths("ner", gold_tags, pred_tags)
     for index, (gold, pred) in enumerate(zip(gold_tags, pred_tags)):
@@ -115,7 +123,10 @@ def score_ner(gold_tags: Sequence[Sequence[str]], pred_tags: Sequence[Sequence[s
     pred_entities = set(iob2_entities(pred_flat))
     result: dict[str, float] = {}
     type_f1 = []
+    present = {entity[0] for entity in gold_entities | pred_entities}
     for kind in NER_ENTITY_TYPES:
+        if kind not in present:
+            continue
         gold_k = {entity for entity in gold_entities if entity[0] == kind}
         pred_k = {entity for entity in pred_entities if entity[0] == kind}
         true_positive = len(gold_k & pred_k)
@@ -125,7 +136,8 @@ def score_ner(gold_tags: Sequence[Sequence[str]], pred_tags: Sequence[Sequence[s
         type_f1.append(f1)
         result[f"entity_f1/{kind}"] = f1 * 100
     char_f1 = metrics.f1_score(gold_flat, pred_flat, labels=list(NER_TAGS), average="macro", zero_division=1)
-    return {"entity_macro_f1": float(np.mean(type_f1)) * 100, "char_macro_f1": float(char_f1) * 100, **result}
+    entity_f1 = math.fsum(type_f1) / len(type_f1) if type_f1 else math.nan
+    return {"entity_macro_f1": entity_f1 * 100, "char_macro_f1": float(char_f1) * 100, **result}
 
 
 def score_re(
@@ -215,28 +227,15 @@ def normalize_mrc_answer(text: str) -> str:
     return " ".join(_ASCII_PUNCTUATION.sub("", text.lower()).split())
 
 
-def _longest_common_substring(a: str, b: str) -> int:
-    if not a or not b:
-        return 0
-    best = 0
-    previous = [0] * (len(b) + 1)
-    for char_a in a:
-        current = [0] * (len(b) + 1)
-        for j, char_b in enumerate(b, start=1):
-            if char_a == char_b:
-                current[j] = previous[j - 1] + 1
-                if current[j] > best:
-                    best = current[j]
-        previous = current
-    return best
-
-
 def mrc_rouge_w(pred: str, gold: str) -> float:
-    """The official 'ROUGE-W': character F1 of the longest common consecutive substring."""
+    """The official 'ROUGE-W': character F1 of the longest common consecutive substring, found as the
+    official code finds it, by difflib.SequenceMatcher with its default autojunk. For a gold answer of 200
+    or more characters, autojunk ignores its frequent characters, so the match can be shorter than the true
+    longest common substring; the official scores carry that, and so do these."""
     pred_n, gold_n = normalize_mrc_answer(pred), normalize_mrc_answer(gold)
     if not gold_n:
         return float(not pred_n)
-    length = _longest_common_substring(pred_n, gold_n)
+    length = difflib.SequenceMatcher(None, pred_n, gold_n).find_longest_match(0, len(pred_n), 0, len(gold_n)).size
     if length == 0:
         return 0.0
     precision, recall = length / len(pred_n), length / len(gold_n)

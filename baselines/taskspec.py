@@ -1,6 +1,7 @@
 """What every task module declares: its files, loader, models, prediction format and scorer."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -59,10 +60,17 @@ class PredictionError(ValueError):
 def align_predictions(records: Sequence, predictions: Sequence[dict], record_id: Callable[[Any], str],
                       ) -> list[dict]:
     """Order predictions like the records by guid; complain with counts and the first few ids."""
+    gold_ids = [record_id(record) for record in records]
+    repeated_gold = repeated(gold_ids)
+    if repeated_gold:
+        raise PredictionError(f"the gold data has {len(repeated_gold)} guids more than once "
+                              f"(first: {', '.join(repeated_gold[:3])}); each gold item must be scored once")
     by_id: dict[str, dict] = {}
     for prediction in predictions:
-        by_id[str(prediction.get("guid"))] = prediction
-    gold_ids = [record_id(record) for record in records]
+        by_id.setdefault(str(prediction.get("guid")), prediction)
+    if len(by_id) != len(predictions):
+        twice = repeated([str(prediction.get("guid")) for prediction in predictions])
+        raise PredictionError(f"{len(twice)} guids have more than one prediction (first: {', '.join(twice[:3])})")
     missing = [guid for guid in gold_ids if guid not in by_id]
     unknown = sorted(set(by_id) - set(gold_ids))
     problems = []
@@ -73,6 +81,33 @@ def align_predictions(records: Sequence, predictions: Sequence[dict], record_id:
     if problems:
         raise PredictionError("; ".join(problems))
     return [by_id[guid] for guid in gold_ids]
+
+
+def repeated(ids: Sequence[str]) -> list[str]:
+    """The ids that occur more than once, in order of their first repeat."""
+    seen: set[str] = set()
+    twice: dict[str, None] = {}
+    for guid in ids:
+        if guid in seen:
+            twice[guid] = None
+        seen.add(guid)
+    return list(twice)
+
+
+def is_finite_number(value: Any) -> bool:
+    """A JSON number that is not a boolean, NaN or infinite (Python's json reads NaN and Infinity)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_numbers(predictions: Sequence[dict], key: str, optional: bool = False) -> None:
+    """Every prediction's `key` is a finite number (or, when optional, null or absent), else an error
+    naming the first offending guids."""
+    bad = [p.get("guid") for p in predictions
+           if not (is_finite_number(p.get(key)) or (optional and p.get(key) is None))]
+    if bad:
+        kind = "a finite number or null" if optional else "a finite number"
+        raise PredictionError(f"{len(bad)} predictions have a '{key}' that is not {kind} "
+                              f"(first: {', '.join(map(str, bad[:3]))})")
 
 
 def check_labels(predictions: Sequence[dict], key: str, allowed: Sequence[str]) -> list[str]:

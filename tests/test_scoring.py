@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -58,7 +59,34 @@ def test_ner_entity_f1_counts_type_and_span():
     result = scoring.score_ner(gold, pred)
     assert result["entity_f1/PS"] == 100.0
     assert result["entity_f1/LC"] == 0.0 and result["entity_f1/OG"] == 0.0
-    assert result["entity_macro_f1"] == pytest.approx(100 / 6)
+    # seqeval, which the official scorer calls, averages over the types present in gold or predictions:
+    # f1_score([gold], [pred], average="macro", mode="strict", scheme=IOB2) gives 0.3333.
+    assert result["entity_macro_f1"] == pytest.approx(100 / 3)
+    assert "entity_f1/DT" not in result
+
+
+def test_ner_entity_f1_is_undefined_without_any_entity():
+    # seqeval gives NaN (a mean over no types) when neither side has an entity.
+    result = scoring.score_ner([["O", "O"]], [["O", "O"]])
+    assert math.isnan(result["entity_macro_f1"])
+    assert scoring.score_ner([["O", "O"]], [["B-PS", "O"]])["entity_macro_f1"] == 0.0
+
+
+def test_sts_pearson_of_a_constant_prediction_is_undefined():
+    # scipy.stats.pearsonr, which the official scorer calls, returns NaN for a constant input.
+    result = scoring.score_sts([1.0, 2.0, 4.0], [3.0, 3.0, 3.0])
+    assert math.isnan(result["pearsonr"])
+    assert result["f1"] == pytest.approx(100 * 2 * (1 / 3) / (1 + 1 / 3))
+
+
+def test_mrc_rouge_w_follows_sequence_matcher_autojunk_on_long_answers():
+    # From the official rouge_w_score_for_klue_mrc: for a gold answer of 200 or more characters,
+    # SequenceMatcher's autojunk treats its frequent characters as junk, so '다라마바' matches nothing in
+    # 205 characters of a repeated ten-character run, though it matches four characters of its first 199.
+    gold = ("가나다라마바사아자차" * 21)[:205]
+    assert scoring.mrc_rouge_w("다라마바", gold) == 0.0
+    assert scoring.mrc_rouge_w("가나다라마", gold) == pytest.approx(0.047619047619047616)
+    assert scoring.mrc_rouge_w("다라마바", gold[:199]) == pytest.approx(0.03940886699507389)
 
 
 def test_mrc_normalisation_keeps_cjk_brackets_and_drops_ascii_punctuation():

@@ -20,7 +20,7 @@ from sklearn.preprocessing import StandardScaler
 
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_json, require
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
+from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze, neighbours, similarity
 from features.morphemes import Analysis, eojeol_spans
 from features.pairs import char_ngrams
@@ -152,11 +152,7 @@ def score(records: Sequence[MrcQuestion], predictions: Sequence[dict], resources
     types = {r.guid: r.question_type for r in records if r.question_type is not None}
     metrics = scoring.score_mrc(gold, {p["guid"]: p["answer"] for p in aligned}, types or None)
     if all(isinstance(p.get("best_span"), str) for p in aligned):
-        bad = [p["guid"] for p in aligned if p.get("belief") is not None
-               and (isinstance(p["belief"], bool) or not isinstance(p["belief"], (int, float)))]
-        if bad:
-            raise PredictionError(f"{len(bad)} predictions have a 'belief' that is not a number or null "
-                                  f"(first: {', '.join(bad[:3])})")
+        check_numbers(aligned, "belief", optional=True)
         metrics.update(reader_diagnostics(gold, aligned))
     return metrics
 

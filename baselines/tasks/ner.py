@@ -73,10 +73,11 @@ def predict(model, records: Sequence[NerSentence]) -> list[dict]:
 
 
 def _scored_tags(record: NerSentence, tags: Sequence[str]) -> list[str]:
-    """Predicted tags without the space positions (one tag per character, or per non-space character)."""
+    """Predicted tags without the space positions (one tag per character, or per non-space character).
+    Only U+0020 counts as a space, as in the official scorer: a tab or an ideographic space is a character."""
     if len(tags) == len(record.text):
-        return [tag for char, tag in zip(record.text, tags) if not char.isspace()]
-    if len(tags) == sum(not char.isspace() for char in record.text):
+        return [tag for char, tag in zip(record.text, tags) if char != " "]
+    if len(tags) == len(record.text) - record.text.count(" "):
         return list(tags)
     raise PredictionError(f"prediction {record.guid} has {len(tags)} tags for a sentence of "
                           f"{len(record.text)} characters")

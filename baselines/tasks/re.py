@@ -14,8 +14,8 @@ from sklearn.linear_model import LogisticRegression
 from baselines import scoring
 from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.priors import adapt_to_priors
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_labels, jsonl_records, \
-    label_predictions
+from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_labels, is_finite_number, \
+    jsonl_records, label_predictions
 from features.align import morphemes_in_span
 from features.analysis import analyze
 from features.morphemes import Analysis
@@ -102,8 +102,24 @@ def score(records: Sequence[ReExample], predictions: Sequence[dict], resources: 
                               f"(first: {', '.join(unknown_gold[:3])})")
     probs = None
     if all(isinstance(p.get("probs"), dict) for p in aligned):
-        probs = np.array([[float(p["probs"].get(label, 0.0)) for label in relations] for p in aligned])
+        probs = np.array([[p["probs"].get(label, 0.0) for label in relations] for p in aligned
+                          if _check_probs(p, relations)], dtype=float)
     return scoring.score_re(gold, predicted, probs, relations)
+
+
+def _check_probs(prediction: dict, relations: Sequence[str]) -> bool:
+    """A prediction's 'probs' maps relations of the relation list to finite, non-negative numbers (a
+    relation left out counts as 0); anything else would silently move the AUPRC."""
+    probs, guid = prediction["probs"], prediction.get("guid")
+    unknown = sorted(set(probs) - set(relations))
+    if unknown:
+        raise PredictionError(f"prediction {guid}: 'probs' has keys that are not in {RELATION_LIST}: "
+                              f"{', '.join(map(str, unknown[:3]))}")
+    bad = {label: value for label, value in probs.items() if not is_finite_number(value) or value < 0}
+    if bad:
+        label, value = next(iter(bad.items()))
+        raise PredictionError(f"prediction {guid}: 'probs' must hold finite numbers >= 0, not {label}={value!r}")
+    return True
 
 
 def prior_distribution(random_state: int = 0, resources: dict | None = None) -> DummyClassifier:

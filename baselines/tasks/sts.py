@@ -1,6 +1,7 @@
 """STS: semantic similarity of a sentence pair on a 0-5 scale (binary 'similar' at >= 3)."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -16,8 +17,8 @@ from sklearn.model_selection import KFold, cross_val_predict
 from sklearn.preprocessing import normalize
 
 from baselines import scoring
-from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
+from baselines.dataio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.taskspec import TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze
 from features.pairs import overlap_features
 from features.vectorize import CharacterNgrams, MorphemeNgrams
@@ -72,9 +73,11 @@ def predict(model, records: Sequence[StsExample]) -> list[dict]:
 
 def score(records: Sequence[StsExample], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
     aligned = align_predictions(records, predictions, lambda r: r.guid)
-    bad = [p for p in aligned if isinstance(p.get("score"), bool) or not isinstance(p.get("score"), (int, float))]
-    if bad:
-        raise PredictionError(f"{len(bad)} predictions lack a numeric 'score' (first: {bad[0].get('guid')})")
+    check_numbers(aligned, "score")
+    outside = [p["guid"] for p in aligned if not 0 <= p["score"] <= 5]
+    if outside:
+        warnings.warn(InputWarning(f"{len(outside)} predicted scores are outside 0-5 (first: "
+                                   f"{', '.join(map(str, outside[:3]))}); scored as given, as the official code does"))
     return scoring.score_sts(targets(records), [float(p["score"]) for p in aligned])
 
 

@@ -80,7 +80,8 @@ def load_resources(files: dict[str, Path]) -> dict:
 
 
 def targets(records: Sequence[WosDialogue]) -> list[list[list[str]]]:
-    return [[turn.state or [] for turn in record.user_turns] for record in records]
+    """The cumulative state after each user turn; None where a turn has none (unlabelled input)."""
+    return [[turn.state for turn in record.user_turns] for record in records]
 
 
 def predict(model, records: Sequence[WosDialogue]) -> list[dict]:
