@@ -5,7 +5,9 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -25,38 +27,77 @@ class InputWarning(UserWarning):
     one 'Warning:' line)."""
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file; a syntax error becomes a DataError with its line and column."""
+# A surrogate code point can reach a str only through a JSON escape such as \ud800 (UTF-8 cannot encode
+# one). Alone, it cannot be analysed by Kiwi nor written back as UTF-8, so it is replaced.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+REPLACEMENT = "\ufffd"
+
+
+def parse_json_text(text: str, path: Path, where: str | None = None) -> Any:
+    """One JSON document; bad syntax and nesting deeper than Python's recursion limit become DataErrors,
+    and lone surrogates are replaced by U+FFFD with a warning that names the records that held them."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        location = where or f"line {error.lineno}, column {error.colno}"
+        raise DataError(path, location, f"invalid JSON ({error.msg})") from None
+    except RecursionError:
+        raise DataError(path, where, "JSON nested too deeply to read") from None
+    if _SURROGATE_ESCAPE.search(text):
+        places: list[str] = []
+        value = _without_surrogates(value, where or "", places)
+        if places:
+            warnings.warn(InputWarning(
+                f"{path}: {len(places)} texts hold lone surrogate code points, which Kiwi cannot analyse; "
+                f"they are read with U+FFFD in their place (first: {', '.join(places[:3])})"))
+    return value
+
+
+def _without_surrogates(value: Any, where: str, places: list[str]) -> Any:
+    """`value` with lone surrogates replaced in every string, keys included; `places` gets where they were."""
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            places.append(where or "the document")
+            return _SURROGATE.sub(REPLACEMENT, value)
+        return value
+    if isinstance(value, list):
+        return [_without_surrogates(item, f"{where}[{index}]" if not isinstance(item, dict) or "guid" not in item
+                                    else f"{where}[{index}] (guid {item['guid']!r})", places)
+                for index, item in enumerate(value)]
+    if isinstance(value, dict):
+        return {_without_surrogates(key, where, places): _without_surrogates(item, f"{where}.{key}".lstrip("."),
+                                                                              places)
+                for key, item in value.items()}
+    return value
+
+
+def read_text(path: Path) -> str:
+    """A UTF-8 text file; undecodable bytes or an unreadable file become a DataError."""
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as error:
-        raise DataError(path, f"line {error.lineno}, column {error.colno}", f"invalid JSON ({error.msg})")
+            return handle.read()
     except UnicodeDecodeError as error:
         raise DataError(path, f"byte {error.start}", "not UTF-8 text") from None
     except OSError as error:
         raise DataError(path, None, f"cannot read ({error.strerror})") from None
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file; a syntax error becomes a DataError with its line and column."""
+    return parse_json_text(read_text(path), path)
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict]]:
     """The JSON objects of a JSON Lines file with their line numbers (blank lines are skipped)."""
     rows = []
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as error:
-                    raise DataError(path, f"line {number}", f"invalid JSON ({error.msg})") from None
-                if not isinstance(row, dict):
-                    raise DataError(path, f"line {number}", "expected a JSON object")
-                rows.append((number, row))
-    except UnicodeDecodeError as error:
-        raise DataError(path, f"byte {error.start}", "not UTF-8 text") from None
-    except OSError as error:
-        raise DataError(path, None, f"cannot read ({error.strerror})") from None
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        row = parse_json_text(line, path, f"line {number}")
+        if not isinstance(row, dict):
+            raise DataError(path, f"line {number}", "expected a JSON object")
+        rows.append((number, row))
     return rows
 
 
@@ -71,7 +112,7 @@ def looks_like_jsonl(path: Path) -> bool:
                 try:
                     json.loads(stripped)
                     return True
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
                     return False
     return False
 

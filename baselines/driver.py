@@ -139,7 +139,10 @@ def _has_missing(target: Any) -> bool:
 
 
 def check_labelled(task: TaskSpec, records: Sequence, path: Path) -> None:
-    """Every record carries its gold labels (training and scoring need them), else a DataError naming it."""
+    """The file holds records, each with its gold labels (training and scoring need them), else a DataError
+    naming the file and the record."""
+    if not records:
+        raise DataError(path, None, f"holds no {task.code} records; training and scoring need labelled data")
     for gold, record in zip(task.targets(records), records):
         if _has_missing(gold):
             raise DataError(path, f"guid {task.record_id(record)}", "has no gold label (or lacks part of "
@@ -149,8 +152,6 @@ def check_labelled(task: TaskSpec, records: Sequence, path: Path) -> None:
 def check_gold(task: TaskSpec, records: Sequence, path: Path) -> None:
     """A file to score against: not empty, every record labelled, and each guid once (a repeated gold record
     would be scored twice against one prediction)."""
-    if not records:
-        raise DataError(path, None, f"holds no {task.code} records; there is nothing to score")
     check_labelled(task, records, path)
     twice = repeated([task.record_id(record) for record in records])
     if twice:

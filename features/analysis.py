@@ -5,6 +5,7 @@ import contextlib
 import gc
 import operator
 import os
+import re
 import threading
 import time
 from array import array
@@ -20,6 +21,7 @@ ProgressFactory = Callable[[str, int], ContextManager]
 PROGRESS_MIN_TEXTS = 5000  # smaller batches finish before a bar would tell anything
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _TOKEN_FIELDS = operator.attrgetter("form", "tag", "start", "end")
 
 
@@ -134,7 +136,10 @@ class MorphemeAnalyzer:
 
     def _run_kiwi(self, texts: list[str]) -> dict[str, Analysis]:
         start = time.perf_counter()
-        tokenized = zip(texts, self.kiwi.tokenize(texts))
+        # Kiwi raises on a lone surrogate, and one such text would lose the whole batch; the loaders replace
+        # them, and this covers texts handed over from Python. U+FFFD keeps every offset in place.
+        readable = [_LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text for text in texts]
+        tokenized = zip(texts, self.kiwi.tokenize(readable))
         if self.progress is not None and len(texts) >= PROGRESS_MIN_TEXTS:
             results = {}
             with self.progress("Kiwi analysis", len(texts)) as bar:

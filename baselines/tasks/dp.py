@@ -58,8 +58,34 @@ def load(path: Path) -> list[DpSentence]:
         size = len(block.rows)
         words = [_word(columns, position, size, path, f"line {number} (guid {block.guid})")
                  for position, (number, columns) in enumerate(block.rows, start=1)]
+        problem = tree_problem([word.head for word in words])
+        if problem:
+            raise DataError(path, f"line {block.line} (guid {block.guid})", f"the heads do not form a tree: {problem}")
         records.append(DpSentence(block.guid, block.text, words))
     return records
+
+
+def tree_problem(heads: Sequence[int]) -> str | None:
+    """What keeps 1-based heads (0 = root) from being a dependency tree: a self-head, no root, or a cycle;
+    None when they form one. Training and scoring assume trees, and a decoder that always outputs one could
+    never match a gold cycle."""
+    for index, head in enumerate(heads, start=1):
+        if head == index:
+            return f"eojeol {index} is its own head"
+    if 0 not in heads:
+        return "no eojeol is attached to the root (HEAD 0)"
+    for start in range(1, len(heads) + 1):
+        seen, node = set(), start
+        while node != 0:
+            if node in seen:
+                cycle, member = [node], heads[node - 1]
+                while member != node:
+                    cycle.append(member)
+                    member = heads[member - 1]
+                return f"eojeols {', '.join(map(str, sorted(cycle)))} form a cycle"
+            seen.add(node)
+            node = heads[node - 1]
+    return None
 
 
 def load_input(path: Path) -> list[DpSentence]:
