@@ -80,6 +80,6 @@ def bench_analysis(texts: list[str], num_workers: int | None = None, rounds: int
         "warm_speedup_over_cold": round(seconds["cold"] / seconds["warm"], 2),
         "targets": {"cold_vs_raw": ">= 0.90", "warm_speedup_over_cold": ">= 20"},
         "num_workers": num_workers,
-        "peak_rss_mb": round(driver.peak_rss_mb(), 1),
+        "peak_rss_mb": driver.rounded_rss(),
         "versions": driver.versions(),
     }

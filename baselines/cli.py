@@ -12,7 +12,7 @@ from typing import Callable
 import click
 
 from baselines import bench as bench_module
-from baselines import datafiles, driver, results, tuning
+from baselines import datafiles, driver, reproduce, results, tuning
 from baselines.dataio import DataError, looks_like_jsonl, read_jsonl, write_json_atomic, write_jsonl_atomic
 from baselines.persistence import ModelFileError, load_model, save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task
@@ -326,7 +326,7 @@ def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv:
         record["command"] = command_line()
         records[code] = record
         out.log(f"{code}: " + ", ".join(f"{k} {results.format_score(v)}" for k, v in record["headline"].items())
-                + f" ({sum(record['seconds'].values()):.1f}s, peak {record['peak_rss_mb']:.0f} MiB)")
+                + f" ({sum(record['seconds'].values()):.1f}s, peak {results.memory_cell(record['peak_rss_mb'])} MiB)")
         if predictions_dir is not None:
             path = predictions_dir / f"{results.run_file_stem(record)}.jsonl"
             write_jsonl_atomic(path, predictions)
@@ -418,7 +418,7 @@ def bench_analysis_command(ctx, task_codes, data_dir, limit, results_dir: Path) 
     click.echo(f"raw Kiwi  {cps['raw_kiwi']:>10} chars/s")
     click.echo(f"cold      {cps['cold']:>10} chars/s  ({report['cold_vs_raw']:.1%} of raw; target >= 90%)")
     click.echo(f"warm      {cps['warm']:>10} chars/s  ({report['warm_speedup_over_cold']:.1f}x cold; target >= 20x)")
-    click.echo(f"peak RSS  {report['peak_rss_mb']:.0f} MiB; written to {path}")
+    click.echo(f"peak RSS  {results.memory_cell(report['peak_rss_mb'])} MiB; written to {path}")
 
 
 def _fractions(_ctx, _param, value: str) -> list[float]:
@@ -518,6 +518,31 @@ def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_
                               indent=2))
     else:
         _print_metrics(metrics, spec.headline)
+
+
+@main.command("reproduce")
+@click.argument("task_codes", nargs=-1, type=click.Choice(TASK_CODES))
+@click.option("--results-dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("results"),
+              show_default=True, help="The committed results; their commands run from the folder that holds it.")
+@click.pass_context
+@friendly_errors
+def reproduce_command(ctx, task_codes, results_dir: Path) -> None:
+    """Rerun the commands recorded in results/ (each with an empty cache, into a temporary folder) and show
+    each row's committed and rerun headline scores; exits non-zero on any difference."""
+    out = console(ctx)
+    comparisons = reproduce.reproduce(results_dir, task_codes or TASK_CODES, log=out.log)
+    if not comparisons:
+        raise driver.UsageError(f"no recorded runs in {results_dir}")
+    header = ["task", "run", "metric", "committed", "rerun", ""]
+    rows = [[c.task, c.run, c.metric, results.format_score_exact(c.committed), results.format_score_exact(c.rerun),
+             "same" if c.same else "DIFFERENT"] for c in comparisons]
+    widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
+    for row in [header] + rows:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    different = sum(not c.same for c in comparisons)
+    click.echo(f"{len(comparisons) - different} of {len(comparisons)} recorded scores reproduced")
+    if different:
+        ctx.exit(1)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import hashlib
 import os
 import urllib.error
@@ -40,6 +41,20 @@ def official_manifest() -> dict[str, OfficialFile]:
 def sample_dir() -> Path:
     """The small KLUE sample shipped inside the package (CC BY-SA 4.0, see its NOTICE)."""
     return Path(str(resources.files("baselines").joinpath("sample")))
+
+
+@functools.cache
+def _sample_digests() -> frozenset[tuple[int, str]]:
+    return frozenset((path.stat().st_size, file_sha256(path)) for path in sample_dir().rglob("*")
+                     if path.is_file() and path.name != "NOTICE.md")
+
+
+def is_sample_file(path: Path) -> bool:
+    """True when `path` is byte-identical to a file of the shipped sample (by size, then sha256)."""
+    size = path.stat().st_size
+    if size not in {known_size for known_size, _digest in _sample_digests()}:
+        return False
+    return (size, file_sha256(path)) in _sample_digests()
 
 
 def user_cache_dir() -> Path:

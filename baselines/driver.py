@@ -1,21 +1,27 @@
 """Train, cross-fit and evaluate a task's model, and record what was measured (the run/evaluate driver)."""
 from __future__ import annotations
 
+import hashlib
 import platform
-import resource
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+try:
+    import resource
+except ImportError:  # Windows: peak memory is not measured there
+    resource = None
+
 import numpy as np
 from sklearn.model_selection import GroupKFold, KFold
 
 import baselines
 from baselines import datafiles
-from baselines.results import jsonable_scores
 from baselines.dataio import DataError, file_sha256
+from baselines.results import jsonable_scores
 from baselines.taskspec import TaskSpec, repeated
 from features import analysis
 
@@ -64,6 +70,8 @@ def resolve_data(task: TaskSpec, data_dir: str | Path | None = None, train: str 
         if found is None:
             raise UsageError(f"{task.code} needs {name}: put it beside the data files or in the data directory")
         extras[name] = found
+    # The shipped sample is never KLUE data, however it is passed (--train, --dev, a copy in --data-dir).
+    is_sample = is_sample or any(path is not None and datafiles.is_sample_file(path) for path in (train_path, dev_path))
     return TaskData(train_path, dev_path, extras, "sample" if is_sample else str(base or "command line"),
                     is_sample)
 
@@ -84,12 +92,20 @@ class Stopwatch:
         return result
 
 
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process and its finished children, in MiB (Linux reports KiB)."""
+def peak_rss_mb() -> float | None:
+    """Peak resident memory of this process and its finished children, in MiB (Linux reports KiB); None
+    where the `resource` module does not exist (Windows), and the record then leaves it out."""
+    if resource is None:
+        return None
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     scale = 1 if sys.platform == "darwin" else 1024
     return max(own, children) * scale / 2**20
+
+
+def rounded_rss() -> float | None:
+    peak = peak_rss_mb()
+    return None if peak is None else round(peak, 1)
 
 
 def versions() -> dict[str, str]:
@@ -98,6 +114,29 @@ def versions() -> dict[str, str]:
 
     return {"python": platform.python_version(), "klue_baselines": baselines.__version__,
             "kiwipiepy": kiwipiepy.__version__, "scikit_learn": sklearn.__version__, "numpy": np.__version__}
+
+
+def code_version() -> dict[str, Any]:
+    """What code produced a result: a sha256 over the package's source (baselines/ and features/, every .py
+    and shipped data file, by relative path), and the git commit when the package runs from a checkout, with
+    whether that source differed from the commit."""
+    root = Path(baselines.__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for folder in ("baselines", "features"):
+        for path in sorted((root / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    version: dict[str, Any] = {"source_sha256": digest.hexdigest()}
+    try:
+        def git(*args: str) -> str:
+            return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True,
+                                  timeout=30).stdout.strip()
+
+        version["git_commit"] = git("rev-parse", "HEAD")
+        version["git_dirty"] = bool(git("status", "--porcelain", "--", "baselines", "features"))
+    except (OSError, subprocess.SubprocessError):
+        pass  # not a git checkout (an installed wheel), or no git: the source hash still names the code
+    return version
 
 
 def describe_file(path: Path, records: int | None = None) -> dict:
@@ -272,8 +311,9 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         "hyper_parameters": _jsonable_params(model),
         "seed": seed,
         "seconds": {stage: round(value, 3) for stage, value in watch.stages.items()},
-        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "peak_rss_mb": rounded_rss(),
         "versions": versions(),
+        "code": code_version(),
     }
     if params:
         record["params"] = params

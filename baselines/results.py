@@ -48,9 +48,17 @@ def run_file_stem(record: dict) -> str:
     return f"{record['task']}-{run_name(record).replace(' ', '-')}"
 
 
+class SampleOverResults(Exception):
+    """A run on the shipped sample asked to replace runs on KLUE data."""
+
+
 def record_run(results_dir: Path, record: dict) -> Path:
-    """Store `record` as the task's run for its model (and hyper-parameters given), replacing the previous one."""
+    """Store `record` as the task's run for its model (and hyper-parameters given), replacing the previous one.
+    A sample run never replaces runs on KLUE data: that raises SampleOverResults."""
     data = load_task_results(results_dir, record["task"])
+    if record.get("sample") and any(not run.get("sample") for run in data["runs"].values()):
+        raise SampleOverResults(f"{task_file(results_dir, record['task'])} holds runs on KLUE data; scores on the "
+                                "shipped sample are not recorded beside them (give another --results-dir)")
     data["runs"][run_name(record)] = record
     path = task_file(results_dir, record["task"])
     write_json_atomic(path, data)
@@ -69,6 +77,16 @@ def format_score(value: float | None, width: int = 0) -> str:
     """A score with two decimals, 'n/a' when it is undefined (None or NaN)."""
     text = UNDEFINED if value is None or math.isnan(value) else f"{value:.2f}"
     return f"{text:>{width}}"
+
+
+def format_score_exact(value: float | None) -> str:
+    """A score with all the digits it was recorded with (four decimals), 'n/a' when undefined."""
+    return UNDEFINED if value is None or math.isnan(value) else f"{value:.4f}"
+
+
+def memory_cell(peak_rss_mb: float | None) -> str:
+    """Peak memory in whole MiB, or 'n/a' where the platform does not measure it."""
+    return UNDEFINED if peak_rss_mb is None else f"{peak_rss_mb:.0f}"
 
 
 def _cell(value: float | None, present: bool = True) -> str:
@@ -132,7 +150,7 @@ def regenerate_readme(results_dir: Path) -> Path:
         for model, record in sorted(runs.items()):
             seconds = sum(record.get("seconds", {}).values())
             commands.append(f"| {code} | {model} | `{record.get('command', '?')}` | {record.get('protocol')} | "
-                            f"{seconds:.1f} | {record.get('peak_rss_mb', 0):.0f} |")
+                            f"{seconds:.1f} | {memory_cell(record.get('peak_rss_mb'))} |")
     text = "\n".join([
         "# Results",
         "",
@@ -160,5 +178,7 @@ def regenerate_readme(results_dir: Path) -> Path:
     path = results_dir / "README.md"
     with atomic_output(path) as handle:
         handle.write(text)
-    update_project_readme(results_dir.resolve().parent / "README.md", markdown_table(table_rows(runs_by_task)))
+    if not any(record.get("sample") for runs in runs_by_task.values() for record in runs.values()):
+        # Only tables of KLUE results go into the project README; sample scores stay in their own folder.
+        update_project_readme(results_dir.resolve().parent / "README.md", markdown_table(table_rows(runs_by_task)))
     return path
