@@ -13,13 +13,15 @@ import click
 
 from baselines import bench as bench_module
 from baselines import datafiles, driver, reproduce, results, tuning
-from baselines.dataio import DataError, looks_like_jsonl, read_jsonl, write_json_atomic, write_jsonl_atomic
+from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
+                             write_json_atomic, write_jsonl_atomic)
 from baselines.persistence import ModelFileError, load_model, save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task
 from baselines.taskspec import PredictionError, TaskSpec
 from features import analysis
 
-KNOWN_ERRORS = (DataError, PredictionError, ModelFileError, datafiles.DownloadError, driver.UsageError)
+KNOWN_ERRORS = (DataError, PredictionError, ModelFileError, datafiles.DownloadError, driver.UsageError,
+                results.SampleOverResults)
 
 
 def friendly_errors(command: Callable) -> Callable:
@@ -145,6 +147,7 @@ def download(ctx: click.Context, task_codes: tuple[str, ...], data_dir: Path | N
     """Fetch and verify the official KLUE v1.1 files (all tasks by default)."""
     out = console(ctx)
     target = datafiles.download_dir(data_dir)
+    check_output_folder(target)
     chosen = [get_task(code) for code in (task_codes or TASK_CODES)]
     written = datafiles.download(chosen, target, mirror=mirror, progress=out.progress, log=out.log)
     click.echo(f"{len(written)} files ready in {target}")
@@ -171,11 +174,14 @@ def _data(task: TaskSpec, out: Console, data_dir, train_file, dev_file) -> drive
 @click.pass_context
 @friendly_errors
 def train(ctx, task: str, out_path: Path | None, data_dir, train_file, model_name, params, seed: int, pos) -> None:
-    """Train a model on the training file and save it with joblib."""
+    """Train a model on the training file and save it (a checked metadata header, then a joblib pickle).
+
+    Model files are pickles: load only files from a trusted source."""
     spec, out = get_task(task), console(ctx)
     data = _data(spec, out, data_dir, train_file, None)
-    name, model = _fit_on_training_data(spec, out, data, _model_from_pos(spec, model_name, pos), seed, params)
     path = out_path or Path(f"{task}.joblib")
+    check_output_file(path)
+    name, model = _fit_on_training_data(spec, out, data, _model_from_pos(spec, model_name, pos), seed, params)
     save_model(path, model, task, name, [_training_file(spec, data)], driver.versions())
     click.echo(f"saved {name} model for {task} to {path}")
 
@@ -229,7 +235,8 @@ def _print_metrics(metrics: dict[str, float], headline: tuple[str, ...]) -> None
 @main.command()
 @task_argument
 @click.option("--model", "model_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              default=None, help="Model file from `train` (default: train one on the training data first).")
+              default=None, help="Model file from `train` (default: train one on the training data first). Model files are "
+                   "pickles: use only files from a trusted source.")
 @data_dir_option
 @train_option
 @dev_option
@@ -262,7 +269,8 @@ def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, params,
 @click.option("--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="JSONL to write (default: stdout).")
 @click.option("--model", "model_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="Model file from `train` (default: train one on the training data first).")
+              help="Model file from `train` (default: train one on the training data first). Model files are "
+                   "pickles: use only files from a trusted source.")
 @data_dir_option
 @train_option
 @param_option
@@ -279,6 +287,8 @@ def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir,
     if output_format == "tsv" and (spec.write_tsv is None or output_path is None):
         raise driver.UsageError("--format tsv needs --output FILE and is available for: "
                                 + ", ".join(t.code for t in all_tasks() if t.write_tsv))
+    if output_path is not None:
+        check_output_file(output_path)
     loader = spec.load_input or spec.load
     records = loader(input_path)
     data = driver.TaskData(None, None, {}, "none") if model_path else _data(spec, out, data_dir, train_file, None)
@@ -316,10 +326,17 @@ def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv:
         raise driver.UsageError("--train and --dev name one task's files: give exactly one task")
     if params and len(codes) != 1:
         raise driver.UsageError("--param sets one model's hyper-parameters: give exactly one task")
+    # Every task's data and every output folder is checked before the first model trains.
+    task_data = {code: _data(get_task(code), out, data_dir, train_file, dev_file) for code in codes}
+    for folder in (predictions_dir, results_dir or Path("results")):
+        if folder is not None:
+            check_output_folder(folder)
+    for code, data in task_data.items():
+        if data.is_sample and results_dir is not None:
+            results.check_sample_can_be_recorded(results_dir, code)
     records, sample_used = {}, False
     for code in codes:
-        spec = get_task(code)
-        data = _data(spec, out, data_dir, train_file, dev_file)
+        spec, data = get_task(code), task_data[code]
         sample_used |= data.is_sample
         record, predictions = driver.evaluate_task(spec, data, model_name=_model_from_pos(spec, model_name, pos),
                                                    seed=seed, cv=cv, log=out.log, params=params)
@@ -371,6 +388,7 @@ def tune(ctx, task: str, params, folds: int, model_name, data_dir, train_file, s
     data = _data(spec, out, data_dir, train_file, None)
     if data.train is None:
         raise driver.UsageError(f"no training file for {task}: give --train FILE or --data-dir")
+    check_output_folder(results_dir / "tuning")
     records = spec.load(data.train)
     driver.check_labelled(spec, records, data.train)
     resources = spec.load_resources(data.extras)
@@ -408,6 +426,7 @@ def bench_analysis_command(ctx, task_codes, data_dir, limit, results_dir: Path) 
     if not texts:
         raise driver.UsageError(f"no KLUE text found under {folder}")
     texts = texts[:limit] if limit else texts
+    check_output_folder(results_dir)
     workers = analysis.analyzer().num_workers
     report = bench_module.bench_analysis(texts, num_workers=workers, log=out.log)
     report.update({"command": command_line(), "files": files})
@@ -447,6 +466,8 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
     take it."""
     spec, out = get_task(task), console(ctx)
     data = _data(spec, out, data_dir, train_file, dev_file)
+    if results_dir is not None or not data.is_sample:
+        check_output_folder((results_dir or Path("results")) / "learning-curve")
     points = []
     for fraction in fractions:
         record, _predictions = driver.evaluate_task(spec, data, model_name=model_name, seed=seed, cv=cv,

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 import warnings
 from dataclasses import dataclass
@@ -197,20 +199,96 @@ def file_sha256(path: Path, chunk_size: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+_PART_SUFFIX = ".part"
+
+
 @contextlib.contextmanager
 def atomic_output(path: Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[Any]:
-    """Open a temporary file beside `path` and move it over `path` only when the block succeeds."""
+    """Write `path` through a temporary file beside it, moved over it only when the block succeeds.
+
+    A symlink's target is written (the link stays); a FIFO or a device (``/dev/null``, ``/dev/stdout``) is
+    written through, never replaced. A new file gets the permissions that a plain open() gives under the
+    umask, and a replaced one keeps its own. A temporary file left by a killed process is removed by the next
+    write to the same target.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, mode, encoding=None if "b" in mode else encoding) as handle:
+    binary = "b" in mode
+    if path.exists() and not path.is_file():
+        if path.is_dir():
+            raise DataError(path, None, "is a folder, not a file to write")
+        with open(path, mode, encoding=None if binary else encoding) as handle:
             yield handle
-        os.replace(temp_name, path)
+        return
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_parts(target)
+    temp = target.parent / f".{target.name}.{os.getpid()}{_PART_SUFFIX}"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)  # this process's own leftover, or a dead process's with a reused pid
+    permissions = stat.S_IMODE(target.stat().st_mode) if target.exists() else None
+    descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        if permissions is not None:
+            os.chmod(temp, permissions)
+        with os.fdopen(descriptor, mode, encoding=None if binary else encoding) as handle:
+            yield handle
+        os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp_name)
+            os.unlink(temp)
         raise
+
+
+def _remove_stale_parts(target: Path) -> None:
+    """Delete the temporary files of earlier writes to `target` whose process is gone (killed mid-write).
+    A temporary file of a live process is left alone: that process may still move it into place."""
+    for part in target.parent.glob(f".{glob.escape(target.name)}.*{_PART_SUFFIX}"):
+        owner = part.name[len(target.name) + 2:-len(_PART_SUFFIX)]
+        if owner.isdigit() and int(owner) != os.getpid() and _process_alive(int(owner)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+
+
+def _process_alive(pid: int) -> bool:
+    if os.name == "nt":  # os.kill would end the process there; keep its file rather than guess
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return True
+
+
+def check_output_folder(folder: Path) -> None:
+    """Fail early, before any training, when files cannot be written in `folder` (or the folders to be
+    created there): it lies below a regular file, or the nearest existing folder refuses a new file."""
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise DataError(folder, None, f"cannot be a folder: {existing} is a file")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        raise DataError(folder, None, f"cannot write there ({error.strerror})") from None
+
+
+def check_output_file(path: Path) -> None:
+    """Fail early when `path` cannot be written: a folder, or in a folder that check_output_folder refuses.
+    A FIFO or a device is written through, so it passes."""
+    path = Path(path)
+    if path.is_dir():
+        raise DataError(path, None, "is a folder, not a file to write")
+    if path.exists() and not path.is_file():
+        return
+    check_output_folder(Path(os.path.realpath(path)).parent)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

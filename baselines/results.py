@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 from baselines.dataio import DataError, atomic_output, read_json, write_json_atomic
@@ -44,21 +45,31 @@ def run_name(record: dict) -> str:
 
 
 def run_file_stem(record: dict) -> str:
-    """A file name for one run's output: 'mrc-span-ranker', 'mrc-span-ranker-abstain=false'."""
-    return f"{record['task']}-{run_name(record).replace(' ', '-')}"
+    """A file name for one run's output: 'mrc-span-ranker', 'mrc-span-ranker-abstain=false'. Characters
+    other than letters, digits and '._=,+-' become '_', so that a --param value such as '../x' or '/etc'
+    cannot steer the file out of the folder it is written to."""
+    stem = f"{record['task']}-{run_name(record).replace(' ', '-')}"
+    return re.sub(r"[^0-9A-Za-z._=,+-]", "_", stem).replace("..", "__")
 
 
 class SampleOverResults(Exception):
     """A run on the shipped sample asked to replace runs on KLUE data."""
 
 
+def check_sample_can_be_recorded(results_dir: Path, task: str) -> None:
+    """SampleOverResults when results_dir/<task>.json holds runs on KLUE data, which sample scores must not
+    join or replace."""
+    if any(not run.get("sample") for run in load_task_results(results_dir, task)["runs"].values()):
+        raise SampleOverResults(f"{task_file(results_dir, task)} holds runs on KLUE data; scores on the shipped "
+                                "sample are not recorded beside them (give another --results-dir)")
+
+
 def record_run(results_dir: Path, record: dict) -> Path:
     """Store `record` as the task's run for its model (and hyper-parameters given), replacing the previous one.
-    A sample run never replaces runs on KLUE data: that raises SampleOverResults."""
+    A sample run never joins runs on KLUE data: that raises SampleOverResults."""
+    if record.get("sample"):
+        check_sample_can_be_recorded(results_dir, record["task"])
     data = load_task_results(results_dir, record["task"])
-    if record.get("sample") and any(not run.get("sample") for run in data["runs"].values()):
-        raise SampleOverResults(f"{task_file(results_dir, record['task'])} holds runs on KLUE data; scores on the "
-                                "shipped sample are not recorded beside them (give another --results-dir)")
     data["runs"][run_name(record)] = record
     path = task_file(results_dir, record["task"])
     write_json_atomic(path, data)
