@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 import click
+from sklearn.base import clone
 
 from baselines import bench as bench_module
 from baselines import datafiles, driver, reproduce, results, tuning
@@ -67,7 +68,8 @@ train_option = click.option("--train", "train_file", type=click.Path(dir_okay=Fa
                             help="Training file instead of the official one (for example a partial copy).")
 dev_option = click.option("--dev", "dev_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
                           help="Evaluation file instead of the official dev file.")
-seed_option = click.option("--seed", default=0, show_default=True, help="Random seed of models and folds.")
+seed_option = click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
+                           help="Random seed of models and folds (0 to 2^32-1).")
 pos_option = click.option("--pos", type=click.Choice(["gold", "kiwi"]), default=None,
                           help="DP: parse with the data's POS (gold, the default) or with Kiwi's (kiwi).")
 
@@ -82,9 +84,15 @@ def _assignments(_ctx, _param, values) -> dict:
 param_option = click.option("--param", "params", multiple=True, callback=_assignments,
                             help="NAME=VALUE: a hyper-parameter of the model, set over its default (value as "
                                  "JSON). Repeat for several.")
-cv_option = click.option("--cv", default=0, type=click.IntRange(min=0), help="Cross-fit K folds over the evaluation "
-                         "file (grouped by passage for MRC, by dialogue for WoS); the training file, if any, joins "
-                         "every fold.")
+def _folds(_ctx, _param, value: int) -> int:
+    if value == 1:
+        raise click.BadParameter("1 fold leaves nothing to train on: give 0 (no cross-fitting) or at least 2")
+    return value
+
+
+cv_option = click.option("--cv", default=0, type=click.IntRange(min=0), callback=_folds,
+                         help="Cross-fit K >= 2 folds over the evaluation file (grouped by passage for MRC, by "
+                              "dialogue for WoS); the training file, if any, joins every fold.")
 model_name_option = click.option("--model", "model_name", default=None,
                                  help="Model to train: the task's default, or 'trivial' for the floor.")
 
@@ -107,7 +115,7 @@ def command_line() -> str:
 @click.option("--no-cache", is_flag=True, help="Do not read or write the morpheme-analysis cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where the analysis cache lives (default: $KLUE_BASELINES_CACHE or ~/.cache/klue-baselines).")
-@click.option("--workers", type=int, default=None, help="Kiwi threads (default: all cores).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Kiwi threads (default: all cores).")
 @click.pass_context
 def main(ctx: click.Context, quiet: bool, no_cache: bool, cache_dir: Path | None, workers: int | None) -> None:
     """Classical, CPU-only baselines for the eight KLUE tasks, scored with the official metrics."""
@@ -394,6 +402,11 @@ def tune(ctx, task: str, params, folds: int, model_name, data_dir, train_file, s
     resources = spec.load_resources(data.extras)
     name, model = driver.build_model(spec, model_name, seed, resources)
     driver.check_params(name, model, grid)
+    for point in tuning.grid_points(grid):
+        driver.check_values(name, clone(model).set_params(**point))
+    problem = tuning.fold_count_problem(spec, records, folds)
+    if problem:
+        raise driver.UsageError(f"--folds {folds}: {problem}")
     report = tuning.grid_search(spec, model, records, resources, grid, spec.headline[0], folds, seed, out.log)
     report.update({"task": task, "model": name, "train": driver.describe_file(data.train, len(records)),
                    "command": command_line(), "versions": driver.versions()})

@@ -21,6 +21,7 @@ from sklearn.model_selection import GroupKFold, KFold
 import baselines
 from baselines import datafiles
 from baselines.dataio import DataError, file_sha256
+from baselines.params import check_hyper_parameters
 from baselines.results import jsonable_scores
 from baselines.taskspec import TaskSpec, repeated
 from features import analysis
@@ -159,13 +160,24 @@ def build_model(task: TaskSpec, model_name: str | None, seed: int, resources: di
         raise UsageError(f"{task.code} has no model {name!r}; available: {', '.join(task.models)}")
     model = task.models[name](random_state=seed, resources=resources)
     check_params(name, model, params or {})
-    return name, model.set_params(**params) if params else model
+    if params:
+        model.set_params(**params)
+    check_values(name, model)
+    return name, model
 
 
 def check_params(name: str, model, names) -> None:
     unknown = set(names) - set(model.get_params())
     if unknown:
         raise UsageError(f"{name} has no hyper-parameters {sorted(unknown)}; it has {sorted(model.get_params())}")
+
+
+def check_values(name: str, model) -> None:
+    """A UsageError, before any work, when a hyper-parameter value is outside what the model accepts."""
+    try:
+        check_hyper_parameters(model)
+    except ValueError as error:
+        raise UsageError(f"{name}: {error}") from None
 
 
 def _has_missing(target: Any) -> bool:

@@ -24,6 +24,8 @@ def parse_grid(assignments: Sequence[str]) -> dict[str, list[Any]]:
             parsed = json.loads(f"[{values}]")
         except json.JSONDecodeError:
             parsed = values.split(",")
+        if name.strip() in grid:
+            raise ValueError(f"{name.strip()} is given more than once; give each hyper-parameter once")
         grid[name.strip()] = [tuple(v) if isinstance(v, list) else v for v in parsed]
     return grid
 
@@ -58,16 +60,27 @@ def cross_validate(task: TaskSpec, estimator, records: Sequence, resources: dict
     return fold_metrics
 
 
+def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the grid's values, names in sorted order."""
+    names = sorted(grid)
+    return [dict(zip(names, values)) for values in itertools.product(*(grid[name] for name in names))]
+
+
+def fold_count_problem(task: TaskSpec, records: Sequence, folds: int) -> str | None:
+    """Why `folds` folds cannot be cut from `records` (fewer records, or groups, than folds), or None."""
+    units = len({task.group(record) for record in records}) if task.group is not None else len(records)
+    kind = "groups" if task.group is not None else "records"
+    return f"{folds} folds need at least {folds} {kind}, and the training data has {units}" if units < folds else None
+
+
 def grid_search(task: TaskSpec, estimator, records: Sequence, resources: dict, grid: dict[str, list[Any]],
                 metric: str, folds: int = 3, seed: int = 0,
                 log: Callable[[str], None] = lambda message: None) -> dict:
     """Every combination of the grid, scored by cross-validation on `records`; the best by `metric`
     first. Each trial also keeps the fold mean of every other metric (NER's character F1 beside the
     entity F1 that picks the best)."""
-    names = sorted(grid)
     trials = []
-    for values in itertools.product(*(grid[name] for name in names)):
-        params = dict(zip(names, values))
+    for params in grid_points(grid):
         log(f"{task.code}: {params}")
         fold_metrics = cross_validate(task, clone(estimator).set_params(**params), records, resources, metric,
                                       folds, seed, log)

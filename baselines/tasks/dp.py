@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from numbers import Integral
 from pathlib import Path
 from typing import Sequence
 
@@ -13,6 +14,7 @@ from sklearn.linear_model import LogisticRegression
 
 from baselines import scoring
 from baselines.dataio import DataError, atomic_output, looks_like_jsonl, read_tsv_blocks, require
+from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, StrOptions
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.analysis import analyze
 from features.morphemes import eojeol_spans
@@ -262,6 +264,12 @@ def _relation_features(sentence: DpSentence, attributes: list[dict[str, str]], d
 class MstParser(BaseEstimator):
     """First-order arc-factored parser: hashed arc features scored by an averaged structured perceptron,
     decoded with Chu-Liu-Edmonds (non-projective, one root); relations by logistic regression."""
+
+    _parameter_constraints = {
+        "epochs": [AT_LEAST_ONE], "dimension": [Interval(Integral, 1024, None, closed="left")],
+        "min_count": [AT_LEAST_ONE], "label_C": [POSITIVE], "pos": [StrOptions({"gold", "kiwi"})],
+        "random_state": [SEED],
+    }
 
     def __init__(self, epochs: int = 6, dimension: int = 2 ** 22, min_count: int = 1, label_C: float = 1.0,
                  pos: str = "gold", random_state: int = 0):

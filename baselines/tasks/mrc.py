@@ -5,6 +5,7 @@ import math
 from bisect import bisect_left
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from numbers import Integral
 from functools import cache
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -20,6 +21,7 @@ from sklearn.preprocessing import StandardScaler
 
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_json, require
+from baselines.params import AT_LEAST_ONE, COUNT, NON_NEGATIVE, SEED, Interval
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze, neighbours, similarity
 from features.morphemes import Analysis, eojeol_spans
@@ -645,6 +647,13 @@ class SpanRanker(BaseEstimator):
     on the training questions. The `neighbours` nearest morphemes of each question word in Kiwi's language
     model count as soft matches of it (0: exact matches only). With abstain=False the reader always gives
     its best span (for questions known to have an answer, and to measure the span scorer alone)."""
+
+    _parameter_constraints = {
+        "alpha": [NON_NEGATIVE], "max_iter": [AT_LEAST_ONE], "top_sentences": [AT_LEAST_ONE],
+        "max_eojeols": [AT_LEAST_ONE], "max_chars": [AT_LEAST_ONE], "neighbours": [COUNT],
+        "calibration_folds": [Interval(Integral, 2, None, closed="left")],
+        "max_calibration_questions": [AT_LEAST_ONE], "abstain": ["boolean"], "random_state": [SEED],
+    }
 
     def __init__(self, alpha: float = 0.25, max_iter: int = 500, top_sentences: int = 3, max_eojeols: int = 4,
                  max_chars: int = 40, calibration_folds: int = 3, max_calibration_questions: int = 4000,

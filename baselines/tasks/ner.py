@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator
 
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, require
+from baselines.params import AT_LEAST_ONE, COUNT, FOLDS_OR_OFF, NON_NEGATIVE, SEED, StrOptions
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.align import char_to_eojeol, char_to_morpheme
 from features.analysis import analyze
@@ -281,6 +282,11 @@ class CharacterCRF(BaseEstimator):
     tagged in training (type_features; on the training sentences counted in `type_folds` folds, each
     sentence on the others; 0 leaves them out). With scheme 'iobes' the CRF learns IOBES tags, so that
     an entity's last character has a label of its own; predictions are IOB2 either way."""
+
+    _parameter_constraints = {
+        "c1": [NON_NEGATIVE], "c2": [NON_NEGATIVE], "max_iterations": [AT_LEAST_ONE], "neighbours": [COUNT],
+        "type_folds": [FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})], "random_state": [SEED],
+    }
 
     def __init__(self, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 110, neighbours: int = 20,
                  type_folds: int = 5, scheme: str = "iobes", random_state: int = 0):

@@ -15,6 +15,7 @@ from sklearn.linear_model import LogisticRegression
 
 from baselines import scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.params import AT_LEAST_ONE, NGRAM_RANGE, NON_NEGATIVE, POSITIVE, SEED
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, jsonl_records,
                                 label_predictions)
 from features.analysis import analyze
@@ -73,6 +74,11 @@ class InferenceClassifier(BaseEstimator, ClassifierMixin):
     """TF-IDF of premise and of hypothesis (morpheme n-grams) plus cross-sentence features (what the
     hypothesis adds or drops, substitution pairs, overlap ratios, negation/quantity/time/number cues)
     -> multinomial logistic regression."""
+
+    _parameter_constraints = {
+        "C": [POSITIVE], "ngram_range": [NGRAM_RANGE], "min_df": [AT_LEAST_ONE], "cross_weight": [NON_NEGATIVE],
+        "max_iter": [AT_LEAST_ONE], "random_state": [SEED],
+    }
 
     def __init__(self, C: float = 1.0, ngram_range: tuple[int, int] = (1, 2), min_df: int = 2,
                  cross_weight: float = 1.0, max_iter: int = 500, random_state: int = 0):

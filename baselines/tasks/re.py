@@ -13,6 +13,7 @@ from sklearn.linear_model import LogisticRegression
 
 from baselines import scoring
 from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.params import AT_LEAST_ONE, COUNT, POSITIVE, SEED
 from baselines.priors import adapt_to_priors
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_labels, is_finite_number, \
     jsonl_records, label_predictions
@@ -221,6 +222,12 @@ def pair_features(record: ReExample, analysis: Analysis, window: int = 3, betwee
 
 class RelationClassifier(BaseEstimator, ClassifierMixin):
     """Entity-pair indicator features -> multinomial logistic regression with class probabilities."""
+
+    _parameter_constraints = {
+        "C": [POSITIVE], "window": [COUNT], "min_count": [AT_LEAST_ONE], "adapt_priors": ["boolean"],
+        "between_characters": ["boolean"], "entity_surface": ["boolean"], "typed_words": ["boolean"],
+        "entity_neighbours": [COUNT], "max_iter": [AT_LEAST_ONE], "random_state": [SEED],
+    }
 
     def __init__(self, C: float = 1.0, window: int = 3, min_count: int = 2, adapt_priors: bool = False,
                  between_characters: bool = True, entity_surface: bool = True, typed_words: bool = True,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from numbers import Integral
 from pathlib import Path
 from typing import Sequence
 
@@ -18,6 +19,7 @@ from sklearn.preprocessing import normalize
 
 from baselines import scoring
 from baselines.dataio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.params import AT_LEAST_ONE, COUNT, POSITIVE, SEED, Interval
 from baselines.taskspec import TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze
 from features.pairs import overlap_features
@@ -126,6 +128,12 @@ class SimilarityRegressor(BaseEstimator, RegressorMixin):
     content overlaps, soft alignment, length ratios, cue mismatches, the source's domain and how the pair was
     made) -> gradient boosting regression of the 0-5 score, shifted by the amount that maximises binary F1
     in a cross-validation on the training pairs (`shift_folds`; 0 or 1: no shift)."""
+
+    _parameter_constraints = {
+        "svd_components": [AT_LEAST_ONE], "learning_rate": [POSITIVE], "max_iter": [AT_LEAST_ONE],
+        "max_leaf_nodes": [Interval(Integral, 2, None, closed="left")], "min_samples_leaf": [AT_LEAST_ONE],
+        "shift_folds": [COUNT], "random_state": [SEED],
+    }
 
     def __init__(self, svd_components: int = 150, learning_rate: float = 0.05, max_iter: int = 400,
                  max_leaf_nodes: int = 31, min_samples_leaf: int = 20, shift_folds: int = 3, random_state: int = 0):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Sequence
 
@@ -16,6 +17,7 @@ from sklearn.model_selection import GroupKFold
 
 from baselines import scoring
 from baselines.dataio import DataError, guid_of, read_json, require, require_list
+from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 from features.analysis import analyze
 from features.vectorize import morpheme_tokens, ngrams
@@ -271,6 +273,12 @@ class DialogueStateTracker(BaseEstimator):
     more 'none' than anything else, so a plain argmax misses most updates. With ``none_threshold=None``
     it is chosen among THRESHOLDS by joint goal accuracy in a cross-validation over the training
     dialogues."""
+
+    _parameter_constraints = {
+        "ontology": [dict, None], "C": [POSITIVE], "none_threshold": [Interval(Real, 0, 1, closed="neither"), None],
+        "selection_folds": [Interval(Integral, 2, None, closed="left")], "min_df": [AT_LEAST_ONE],
+        "n_jobs": [AT_LEAST_ONE], "random_state": [SEED],
+    }
 
     THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 

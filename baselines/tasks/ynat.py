@@ -14,6 +14,7 @@ from sklearn.pipeline import FeatureUnion
 
 from baselines import scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.params import AT_LEAST_ONE, COUNT, NGRAM_RANGE, POSITIVE, SEED, StrOptions
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, jsonl_records,
                                 label_predictions)
 from features.analysis import analyze
@@ -68,6 +69,12 @@ def most_frequent_label(random_state: int = 0, resources: dict | None = None) ->
 class TopicClassifier(BaseEstimator, ClassifierMixin):
     """TF-IDF over Kiwi morpheme n-grams, character n-grams and the morphemes' nearest neighbours in Kiwi's
     language model (`neighbours` per morpheme; 0 leaves them out) -> logistic regression."""
+
+    _parameter_constraints = {
+        "C": [POSITIVE], "morpheme_ngrams": [NGRAM_RANGE], "char_ngrams": [NGRAM_RANGE], "neighbours": [COUNT],
+        "min_df": [AT_LEAST_ONE], "class_weight": [StrOptions({"balanced"}), None], "max_iter": [AT_LEAST_ONE],
+        "random_state": [SEED],
+    }
 
     def __init__(self, C: float = 1.0, morpheme_ngrams: tuple[int, int] = (1, 2),
                  char_ngrams: tuple[int, int] = (1, 3), neighbours: int = 20, min_df: int = 2,

@@ -1,0 +1,65 @@
+"""Hyper-parameter constraints of the task models, checked before any work starts.
+
+Each estimator declares ``_parameter_constraints`` in scikit-learn's own vocabulary (Interval, StrOptions,
+"boolean", None), and ``check_hyper_parameters`` validates its current parameters against them with
+scikit-learn's validator, so that ``--param C=-1``, ``max_iter=0``, ``C=NaN`` or ``C=abc`` is refused in
+one line instead of failing (or, worse, training) minutes later.
+"""
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any
+
+from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, \
+    validate_parameter_constraints
+
+__all__ = ["AT_LEAST_ONE", "COUNT", "FOLDS_OR_OFF", "Interval", "NGRAM_RANGE", "NON_NEGATIVE", "POSITIVE", "SEED",
+           "StrOptions", "check_hyper_parameters"]
+
+# Interval rejects NaN and, with an open bound, infinity.
+POSITIVE = Interval(Real, 0, None, closed="neither")
+NON_NEGATIVE = Interval(Real, 0, None, closed="left")
+AT_LEAST_ONE = Interval(Integral, 1, None, closed="left")
+COUNT = Interval(Integral, 0, None, closed="left")
+SEED = Interval(Integral, 0, 2**32 - 1, closed="both")  # numpy's seed range
+NGRAM_RANGE = tuple  # (low, high); checked for 1 <= low <= high by check_hyper_parameters
+
+
+class FoldsOrOff:
+    """0 (off) or a number of folds >= 2: one fold would leave nothing to train on."""
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, Integral) and not isinstance(value, bool) and (value == 0 or value >= 2)
+
+    def __str__(self) -> str:
+        return "0 (off) or an int >= 2"
+
+
+FOLDS_OR_OFF = FoldsOrOff()
+
+
+def check_hyper_parameters(estimator: Any) -> None:
+    """ValueError naming the estimator, the parameter and what it accepts, when a parameter breaks the
+    estimator's declared constraints (estimators without a declaration pass)."""
+    constraints = getattr(estimator, "_parameter_constraints", None)
+    if not constraints:
+        return
+    params = estimator.get_params(deep=False)
+    name = type(estimator).__name__
+    custom = {key: rule for key, rule in constraints.items() if any(isinstance(r, FoldsOrOff) for r in rule)}
+    for key, rule in custom.items():
+        if not any(r.is_satisfied_by(params[key]) for r in rule):
+            raise ValueError(f"the '{key}' parameter of {name} must be {' or '.join(map(str, rule))}; "
+                             f"got {params[key]!r}")
+    standard = {key: rule for key, rule in constraints.items() if key not in custom and key in params}
+    try:
+        validate_parameter_constraints(standard, {key: params[key] for key in standard}, caller_name=name)
+    except InvalidParameterError as error:
+        raise ValueError(str(error)) from None
+    for key, rule in standard.items():
+        value = params[key]
+        if NGRAM_RANGE in rule and isinstance(value, tuple):
+            if len(value) != 2 or not all(isinstance(v, Integral) and not isinstance(v, bool) for v in value) \
+                    or not 1 <= value[0] <= value[1]:
+                raise ValueError(f"the '{key}' parameter of {name} must be a (low, high) pair of ints with "
+                                 f"1 <= low <= high; got {value!r}")
