@@ -109,7 +109,11 @@ def _fetch(url: str, target: Path, official: OfficialFile,
     bar_context = progress(official.name, official.size) if progress else contextlib.nullcontext()
     with urllib.request.urlopen(url, timeout=timeout) as response, atomic_output(target, "wb") as out, \
             bar_context as bar:
-        while chunk := response.read(1 << 16):
+        while chunk := response.read(min(1 << 16, official.size + 1 - received)):
+            if received + len(chunk) > official.size:
+                # A server that sends more than the file's size is stopped here, not read to its end.
+                raise DownloadError(f"{official.name}: the server sent more than the expected {official.size} "
+                                    f"bytes; stopped reading")
             out.write(chunk)
             digest.update(chunk)
             received += len(chunk)

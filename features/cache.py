@@ -7,6 +7,7 @@ import hashlib
 import marshal
 import os
 import sqlite3
+import warnings
 from array import array
 from pathlib import Path
 
@@ -25,32 +26,46 @@ def default_cache_dir() -> Path:
     return Path(base) / "klue-baselines" / "analysis"
 
 
+class CacheWarning(UserWarning):
+    """The analysis cache cannot be used; the run goes on without it (slower, same results)."""
+
+
 class AnalysisCache:
     """Analyses keyed by a hash of (analyser versions and options, text).
 
     SQLite in WAL mode lets several processes read and write at once. An entry that does not decode, or
-    decodes into offsets that do not fit its text, is treated as missing and rewritten; a database file
-    that SQLite cannot open is moved aside and started afresh.
+    decodes into offsets that do not fit its text, is treated as missing and rewritten. A cache that cannot
+    be used (locked by another process past `timeout` seconds, read-only, below a file or a read-only
+    folder, or damaged) gives one CacheWarning, and this process goes on without it. It is never deleted:
+    another process may hold it.
     """
 
-    def __init__(self, directory: str | os.PathLike, options_key: str):
+    def __init__(self, directory: str | os.PathLike, options_key: str, timeout: float = 60.0):
         self.directory = Path(directory)
         self.options_key = options_key
+        self.timeout = timeout
         self.path = self.directory / "analyses.sqlite3"
         self._connection: sqlite3.Connection | None = None
+        self.disabled = False
 
     def _connect(self) -> sqlite3.Connection:
         if self._connection is None:
             self.directory.mkdir(parents=True, exist_ok=True)
-            try:
-                self._connection = self._open()
-            except sqlite3.DatabaseError:  # not a database (damaged, or some other file): start afresh
-                self._reset()
-                self._connection = self._open()
+            self._connection = self._open()
         return self._connection
 
+    def _give_up(self, error: Exception) -> None:
+        """Stop using the cache in this process, with one warning that says why and what to do."""
+        self.close()
+        self.disabled = True
+        reason = getattr(error, "strerror", None) or str(error)
+        hint = (f"; delete {self.path} to rebuild it" if "not a database" in reason or "malformed" in reason
+                else "")
+        warnings.warn(CacheWarning(f"the analysis cache at {self.path} cannot be used ({reason}){hint}; going on "
+                                   "without it (slower, same results)"), stacklevel=3)
+
     def _open(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
         connection.execute("PRAGMA journal_mode=WAL")
         # The cache can always be rebuilt, so it trades durability on power loss for write speed.
         connection.execute("PRAGMA synchronous=OFF")
@@ -98,7 +113,9 @@ class AnalysisCache:
         self._insert("neighbours", [(key, _seal(key, tuple(neighbours))) for key, neighbours in entries])
 
     def _select(self, table: str, keys) -> list[tuple[bytes, bytes]]:
-        rows = []
+        rows: list[tuple[bytes, bytes]] = []
+        if self.disabled:
+            return rows
         try:
             connection = self._connect()
             key_list = sorted(keys)  # B-tree order: neighbouring probes share pages
@@ -106,32 +123,27 @@ class AnalysisCache:
                 chunk = key_list[offset:offset + _BATCH]
                 query = f"SELECT key, value FROM {table} WHERE key IN ({','.join('?' * len(chunk))})"
                 rows.extend(connection.execute(query, chunk).fetchall())
-        except sqlite3.DatabaseError:
-            self._reset()
+        except (sqlite3.Error, OSError) as error:
+            self._give_up(error)
+            return []
         return rows
 
     def _insert(self, table: str, rows: list[tuple[bytes, bytes]]) -> None:
         """In key order, which appends to the B-tree instead of splitting it."""
+        if self.disabled:
+            return
         try:
             connection = self._connect()
             connection.execute("BEGIN IMMEDIATE")
             connection.executemany(f"INSERT OR REPLACE INTO {table} VALUES (?, ?)", sorted(rows))
             connection.execute("COMMIT")
-        except sqlite3.DatabaseError:
-            # A cache that cannot be written only costs speed: start afresh next time.
-            self._reset()
-
-    def _reset(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{self.path}{suffix}")
+        except (sqlite3.Error, OSError) as error:
+            self._give_up(error)
 
     def close(self) -> None:
         if self._connection is not None:
-            self._connection.close()
+            with contextlib.suppress(sqlite3.Error):
+                self._connection.close()
             self._connection = None
 
 
