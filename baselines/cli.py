@@ -15,7 +15,7 @@ from sklearn.base import clone
 from baselines import bench as bench_module
 from baselines import datafiles, driver, reproduce, results, tuning
 from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
-                             write_json_atomic, write_jsonl_atomic)
+                             read_text, write_json_atomic, write_jsonl_atomic)
 from baselines.persistence import ModelFileError, load_model, save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task
 from baselines.taskspec import PredictionError, TaskSpec
@@ -243,8 +243,8 @@ def _print_metrics(metrics: dict[str, float], headline: tuple[str, ...]) -> None
 @main.command()
 @task_argument
 @click.option("--model", "model_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              default=None, help="Model file from `train` (default: train one on the training data first). Model files are "
-                   "pickles: use only files from a trusted source.")
+              default=None, help="Model file from `train` (default: train one on the training data first). Model "
+                                 "files are pickles: use only files from a trusted source.")
 @data_dir_option
 @train_option
 @dev_option
@@ -509,9 +509,11 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
 def _read_predictions(spec: TaskSpec, path: Path) -> list[dict]:
     """JSONL keyed by guid, or a task's whole-file alternative (MRC's {question_id: answer} object)."""
     try:
-        whole = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        whole = None
+        whole = json.loads(read_text(path))
+    except json.JSONDecodeError:
+        whole = None  # not one JSON document: JSON Lines, or a task's own format
+    except RecursionError:
+        raise DataError(path, None, "JSON nested too deeply to read") from None
     if isinstance(whole, dict) and "guid" not in whole:
         converted = spec.predictions_from_json(whole)
         if converted is not None:

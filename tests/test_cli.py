@@ -106,7 +106,7 @@ def test_damaged_model_file_is_refused(tmp_path):
     model = tmp_path / "broken.joblib"
     model.write_bytes(b"not a model")
     result = invoke("evaluate", "nli", "--model", str(model), expect=1)
-    assert "not a readable model file" in result.output
+    assert "not a klue-baselines model file" in result.output
 
 
 def test_bad_data_file_gives_one_line_error(tmp_path):

@@ -14,6 +14,7 @@ from sklearn.pipeline import make_pipeline
 
 from features import align
 from features.analysis import MorphemeAnalyzer, analyze
+from features.cache import CacheWarning
 from features.morphemes import Analysis, eojeol_spans
 from features.passages import matched_share, sentence_ids
 from features.tags import to_sejong
@@ -161,8 +162,10 @@ def test_damaged_cache_file_does_not_break_a_run(tmp_path):
     expected = MorphemeAnalyzer(use_cache=False).analyze(texts)
     (tmp_path / "analyses.sqlite3").write_bytes(b"this is not a database" * 100)
     analyzer = MorphemeAnalyzer(cache_dir=tmp_path)
-    assert analyzer.analyze(texts) == expected
-    assert MorphemeAnalyzer(cache_dir=tmp_path).analyze(texts) == expected
+    with pytest.warns(CacheWarning, match="not a database.*delete"):
+        assert analyzer.analyze(texts) == expected
+    # Never deleted (another process may hold it): the user is told to delete it.
+    assert (tmp_path / "analyses.sqlite3").read_bytes().startswith(b"this is not a database")
 
 
 @pytest.mark.parametrize("bad_value", [b"\x00garbage", None])

@@ -1,0 +1,524 @@
+"""Bad, careless and hostile input: every case gets a one-line error or a stated warning, never a silent
+wrong score, code run from a model file, a damaged file or a hang. One test (or more) per kind of input."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import pickle
+import re
+import sqlite3
+import stat
+import subprocess
+import sys
+import threading
+import warnings
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from baselines import driver, results
+from baselines.cli import main
+from baselines.dataio import atomic_output, write_json_atomic, write_jsonl_atomic
+from baselines.datafiles import official_manifest, sample_dir
+from baselines.persistence import ModelFileError, load_model
+from baselines.registry import TASK_CODES, get_task
+from features.analysis import MorphemeAnalyzer
+from features.cache import AnalysisCache, CacheWarning
+
+
+def cli(*args: str):
+    """The CLI as a user runs it; returns (exit code, stdout + stderr)."""
+    result = CliRunner().invoke(main, ["--quiet", *map(str, args)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    return result.exit_code, result.output
+
+
+def refused(*args: str) -> str:
+    """Run the CLI and check it ends in one 'Error:' line, not a traceback or a number; return that line."""
+    code, output = cli(*args)
+    assert code != 0, output
+    assert "Traceback" not in output
+    errors = [line for line in output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, output
+    return errors[0]
+
+
+def sample_file(task: str, split: str = "dev") -> Path:
+    spec = get_task(task)
+    return sample_dir() / spec.folder / (spec.dev_file if split == "dev" else spec.train_file)
+
+
+def json_records(task: str, split: str = "dev") -> list:
+    return json.loads(sample_file(task, split).read_text(encoding="utf-8"))
+
+
+def write_lines(path: Path, rows: list) -> Path:
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+# 1. Scoring never returns a number for garbage.
+
+def test_gold_without_labels_is_an_error_for_wos(tmp_path):
+    dialogues = json_records("wos")
+    for dialogue in dialogues:
+        for turn in dialogue["dialogue"]:
+            turn.pop("state", None)
+    gold = tmp_path / "wos-dev.json"
+    write_json_atomic(gold, dialogues)
+    predictions = write_lines(tmp_path / "p.jsonl", [{"guid": d["guid"], "states": []} for d in dialogues])
+    error = refused("score", "wos", "--gold", gold, "--predictions", predictions)
+    assert str(gold) in error and dialogues[0]["guid"] in error and "no gold label" in error
+    # The same file as a dev file for `run` is refused before anything is trained or recorded.
+    (tmp_path / "ontology.json").write_bytes((sample_dir() / "wos-v1.1" / "ontology.json").read_bytes())
+    error = refused("run", "wos", "--dev", gold, "--cv", "2", "--results-dir", tmp_path / "r")
+    assert "no gold label" in error and not (tmp_path / "r" / "wos.json").exists()
+
+
+def test_duplicate_guids_in_gold_and_in_predictions(tmp_path):
+    records = json_records("ynat")
+    gold = tmp_path / "gold.json"
+    write_json_atomic(gold, records + records[:1])
+    rows = [{"guid": r["guid"], "label": r["label"]} for r in records]
+    predictions = write_lines(tmp_path / "p.jsonl", rows)
+    error = refused("score", "ynat", "--gold", gold, "--predictions", predictions)
+    assert str(gold) in error and records[0]["guid"] in error and "more than once" in error
+
+    twice = write_lines(tmp_path / "twice.jsonl", rows + [{"guid": records[3]["guid"], "label": "경제"}])
+    error = refused("score", "ynat", "--gold", sample_file("ynat"), "--predictions", twice)
+    assert str(twice) in error and records[3]["guid"] in error and "more than one prediction" in error
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", '"4.5"', "true", "null"])
+def test_sts_scores_must_be_finite_numbers(tmp_path, value):
+    records = json_records("sts")
+    lines = [json.dumps({"guid": r["guid"], "score": 3.0}) for r in records]
+    lines[2] = '{"guid": "%s", "score": %s}' % (records[2]["guid"], value)
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    error = refused("score", "sts", "--gold", sample_file("sts"), "--predictions", predictions)
+    assert records[2]["guid"] in error and "finite number" in error
+
+
+def test_sts_scores_outside_the_scale_warn_and_are_scored_as_given(tmp_path):
+    records = json_records("sts")
+    rows = [{"guid": r["guid"], "score": r["labels"]["real-label"] * 2 - 1} for r in records]
+    predictions = write_lines(tmp_path / "p.jsonl", rows)
+    code, output = cli("score", "sts", "--gold", sample_file("sts"), "--predictions", predictions)
+    assert code == 0, output
+    assert "Warning:" in output and "outside 0-5" in output
+    # A linear map of gold keeps Pearson r at 100: the values were used as given, not clipped.
+    assert re.search(r"^pearsonr +100\.00$", output, re.MULTILINE)
+
+
+def test_sts_pearson_of_a_constant_prediction_prints_as_undefined(tmp_path):
+    records = json_records("sts")
+    predictions = write_lines(tmp_path / "p.jsonl", [{"guid": r["guid"], "score": 2.5} for r in records])
+    code, output = cli("score", "sts", "--gold", sample_file("sts"), "--predictions", predictions)
+    assert code == 0 and "n/a" in output
+    code, output = cli("score", "sts", "--gold", sample_file("sts"), "--predictions", predictions, "--json")
+    assert json.loads(output)["metrics"]["pearsonr"] is None
+
+
+def test_sts_floor_row_is_undefined_in_results(tmp_path):
+    code, output = cli("run", "sts", "--model", "trivial", "--results-dir", tmp_path)
+    assert code == 0, output
+    record = json.loads((tmp_path / "sts.json").read_text(encoding="utf-8"))["runs"]["trivial"]
+    assert record["metrics"]["pearsonr"] is None and record["headline"]["pearsonr"] is None
+    assert "| sts | pearsonr | n/a |" in (tmp_path / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("probs, message", [
+    ({"no_relation": float("nan")}, "finite numbers >= 0"),
+    ({"no_relation": -0.1}, "finite numbers >= 0"),
+    ({"no_relation": "high"}, "finite numbers >= 0"),
+    ({"per:nonsense": 0.5}, "not in relation_list.json"),
+])
+def test_re_probabilities_are_checked(tmp_path, probs, message):
+    records = json_records("re")
+    rows = [{"guid": r["guid"], "label": "no_relation", "probs": {"no_relation": 1.0}} for r in records]
+    rows[1]["probs"] = probs
+    predictions = tmp_path / "p.jsonl"
+    # json.dumps writes NaN as the bare token NaN, which Python's json reads back: the hostile case.
+    predictions.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    error = refused("score", "re", "--gold", sample_file("re"), "--predictions", predictions)
+    assert records[1]["guid"] in error and message in error
+
+
+def test_mrc_belief_must_be_a_finite_number_or_null(tmp_path):
+    gold = sample_file("mrc")
+    guids = [q["guid"] for d in json.loads(gold.read_text(encoding="utf-8"))["data"]
+             for p in d["paragraphs"] for q in p["qas"]]
+    rows = [{"guid": g, "answer": "", "best_span": "", "belief": None} for g in guids]
+    rows[0]["belief"] = float("inf")
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    error = refused("score", "mrc", "--gold", gold, "--predictions", predictions)
+    assert guids[0] in error and "'belief'" in error
+
+
+def test_ner_drops_only_u0020_spaces():
+    from baselines.tasks import ner
+
+    record = ner.NerSentence("s1", "가\u3000나 다", ["B-PS", "O", "I-PS", "O", "B-LC"])
+    # One tag per character but the U+0020 space: the ideographic space is a character and is scored.
+    assert ner._scored_tags(record, ["B-PS", "O", "O", "B-LC"]) == ["B-PS", "O", "O", "B-LC"]
+    with pytest.raises(Exception, match="has 3 tags"):
+        ner._scored_tags(record, ["B-PS", "O", "B-LC"])
+    assert ner._scored_tags(record, record.tags) == ["B-PS", "O", "I-PS", "B-LC"]
+
+
+# 2. Model files are refused before anything in them is unpickled.
+
+class PlantedCode:
+    """A pickle that runs code when loaded: it touches a marker file."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_a_planted_pickle_is_refused_before_it_runs(tmp_path):
+    marker = tmp_path / "code-ran"
+    for payload in (PlantedCode(marker), {"metadata": {"format": "klue-baselines-model/1", "task": "ynat"},
+                                          "model": PlantedCode(marker)}):
+        planted = tmp_path / "model.joblib"
+        planted.write_bytes(pickle.dumps(payload))
+        error = refused("predict", "ynat", "--model", planted, "--input", sample_file("ynat"))
+        assert "not a klue-baselines model file" in error
+        assert not marker.exists()
+
+
+@pytest.mark.parametrize("header", [b"{}", b"not json", b'{"format": "klue-baselines-model/2", "task": 3}', b"[]"])
+def test_damaged_model_metadata_is_a_one_line_error(tmp_path, header):
+    damaged = tmp_path / "model.joblib"
+    damaged.write_bytes(b"KLUE-BASELINES-MODEL\n" + header + b"\n" + pickle.dumps(PlantedCode(tmp_path / "ran")))
+    error = refused("evaluate", "ynat", "--model", damaged, "--dev", sample_file("ynat"))
+    assert "damaged model header" in error and not (tmp_path / "ran").exists()
+
+
+def test_a_changed_model_payload_is_refused(tmp_path):
+    path = tmp_path / "ynat.joblib"
+    code, output = cli("train", "ynat", "--model", "trivial", "--out", path)
+    assert code == 0, output
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(ModelFileError, match="do not match the sha256"):
+        load_model(path, "ynat", driver.versions())
+
+
+# 3. Files the toolkit writes.
+
+def test_written_files_follow_the_umask_and_keep_existing_permissions(tmp_path):
+    old = os.umask(0o022)
+    try:
+        write_json_atomic(tmp_path / "new.json", {"a": 1})
+        assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o644
+        existing = tmp_path / "existing.json"
+        existing.write_text("{}")
+        existing.chmod(0o640)
+        write_json_atomic(existing, {"b": 2})
+        assert stat.S_IMODE(existing.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
+
+
+def test_writing_a_symlink_writes_its_target(tmp_path):
+    target = tmp_path / "real.json"
+    target.write_text("{}")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    write_json_atomic(link, {"written": True})
+    assert link.is_symlink() and json.loads(target.read_text()) == {"written": True}
+
+
+def test_writing_a_fifo_writes_through_and_keeps_it(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    write_jsonl_atomic(fifo, [{"guid": "a"}])
+    reader.join(timeout=10)
+    assert received == ['{"guid": "a"}\n'] and stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+def test_dev_null_stays_a_device(tmp_path):
+    code, output = cli("predict", "ynat", "--input", sample_file("ynat"), "--output", "/dev/null",
+                       "--train", sample_file("ynat", "train"))
+    assert code == 0, output
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_an_output_folder_below_a_file_is_refused_before_training(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = CliRunner().invoke(main, ["run", "ynat", "--results-dir", str(blocker / "results")])
+    assert result.exit_code == 1 and "is a file" in result.output
+    assert "fitting" not in result.output  # nothing was trained
+    error = refused("train", "ynat", "--out", blocker / "model.joblib")
+    assert "is a file" in error
+
+
+def test_a_part_file_left_by_a_killed_writer_is_cleaned_up(tmp_path):
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(finished.stdout)
+    leftover = tmp_path / f".out.json.{dead_pid}.part"
+    leftover.write_text("half")
+    live = tmp_path / f".out.json.{os.getppid()}.part"  # a live process's write in progress is left alone
+    live.write_text("busy")
+    write_json_atomic(tmp_path / "out.json", [1])
+    assert not leftover.exists() and live.exists()
+
+
+def test_an_interrupted_write_leaves_the_old_file(tmp_path):
+    path = tmp_path / "out.json"
+    path.write_text("old")
+    with pytest.raises(RuntimeError):
+        with atomic_output(path) as handle:
+            handle.write("new, half written")
+            raise RuntimeError("killed")
+    assert path.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+
+
+def test_a_param_value_never_steers_a_file_out_of_its_folder(tmp_path):
+    record = {"task": "mrc", "model": "span-ranker", "params": {"x": "../../../etc/passwd"}}
+    stem = results.run_file_stem(record)
+    assert "/" not in stem and ".." not in stem
+    assert (tmp_path / f"{stem}.jsonl").resolve().parent == tmp_path.resolve()
+
+
+# 4. CLI values.
+
+@pytest.mark.parametrize("args, message", [
+    (["--workers", "-3", "tasks"], "--workers"),
+    (["--workers", "0", "run", "ynat"], "--workers"),
+    (["run", "ynat", "--cv", "1"], "1 fold"),
+    (["run", "ynat", "--seed", "-1"], "--seed"),
+    (["run", "ynat", "--param", "C=-1"], "'C' parameter"),
+    (["run", "ynat", "--param", "C=abc"], "'C' parameter"),
+    (["run", "ynat", "--param", "C=NaN"], "'C' parameter"),
+    (["run", "ynat", "--param", "max_iter=0"], "'max_iter' parameter"),
+    (["run", "ynat", "--param", "C=1", "--param", "C=2"], "more than once"),
+    (["run", "ner", "--param", "type_folds=1"], "'type_folds' parameter"),
+    (["tune", "ynat", "--param", "C=1,2", "--folds", "100000"], "100000 folds need"),
+    (["tune", "ynat", "--param", "C=1,-2"], "'C' parameter"),
+])
+def test_bad_option_values_are_refused_before_any_work(args, message):
+    result = CliRunner().invoke(main, ["--quiet", *args])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "Error:" in result.output and message in result.output, result.output
+
+
+# 5. Text and trees.
+
+def test_a_lone_surrogate_is_replaced_with_a_warning_and_the_batch_survives(tmp_path):
+    inputs = tmp_path / "titles.jsonl"
+    inputs.write_text('{"title": "손흥민 시즌 10호 골"}\n{"title": "깨진 \\ud800 문자"}\n{"title": "\\u0000제어\\u001b문자"}\n',
+                      encoding="utf-8")
+    output = tmp_path / "out.jsonl"
+    code, text = cli("predict", "ynat", "--input", inputs, "--output", output, "--train", sample_file("ynat", "train"))
+    assert code == 0, text
+    assert "Warning:" in text and "lone surrogate" in text and "line 2" in text
+    rows = [json.loads(line) for line in output.read_text(encoding="utf-8").splitlines()]
+    assert [row["guid"] for row in rows] == ["line-1", "line-2", "line-3"]
+
+
+def test_the_analyser_survives_a_lone_surrogate_from_python():
+    analyses = MorphemeAnalyzer(use_cache=False).analyze(["정상 문장", "안녕\ud800하세요"])
+    assert analyses[0].forms and analyses[1].text == "안녕\ud800하세요" and "하" in analyses[1].forms
+
+
+@pytest.mark.parametrize("heads, problem", [
+    ([2, 3, 2], "form a cycle"), ([1, 0, 2], "its own head"), ([2, 3, 1], "form a cycle"), ([2, 3, 2, 3], "cycle"),
+])
+def test_dp_trees_that_are_not_trees_are_refused(tmp_path, heads, problem):
+    rows = "\n".join(f"{i}\t어절{i}\t어절{i}\tNNG\t{h}\tNP" for i, h in enumerate(heads, start=1))
+    gold = tmp_path / "dp.tsv"
+    gold.write_text(f"## klue-dp-bad\t{' '.join(f'어절{i}' for i in range(1, len(heads) + 1))}\n{rows}\n\n",
+                    encoding="utf-8")
+    predictions = write_lines(tmp_path / "p.jsonl", [{"guid": "klue-dp-bad", "heads": heads, "deprels": ["NP"] * 4}])
+    error = refused("score", "dp", "--gold", gold, "--predictions", predictions)
+    assert "klue-dp-bad" in error and str(gold) in error and (problem in error or "root" in error)
+
+
+def test_no_root_is_refused():
+    from baselines.tasks.dp import tree_problem
+
+    assert "root" in tree_problem([2, 1])
+    assert tree_problem([2, 0, 2]) is None
+
+
+def test_deeply_nested_json_and_empty_files(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 200_000 + "]" * 200_000)
+    assert "nested too deeply" in refused("score", "ynat", "--gold", deep, "--predictions", deep)
+    deep_line = tmp_path / "deep.jsonl"
+    deep_line.write_text('{"a": ' + "[" * 200_000 + "]" * 200_000 + "}\n")
+    assert "nested too deeply" in refused("score", "ynat", "--gold", sample_file("ynat"), "--predictions", deep_line)
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    assert "holds no ynat records" in refused("run", "ynat", "--dev", empty, "--train", sample_file("ynat", "train"))
+    blank = tmp_path / "blank.tsv"
+    blank.write_text("")
+    assert "holds no ner records" in refused("score", "ner", "--gold", blank, "--predictions", blank)
+
+
+# 6. Cache.
+
+def test_a_locked_cache_warns_and_the_run_goes_on_uncached(tmp_path):
+    texts = ["잠긴 캐시에도 분석은 계속된다."]
+    expected = MorphemeAnalyzer(use_cache=False).analyze(texts)
+    holder = AnalysisCache(tmp_path, "options")
+    holder.put_many([])  # creates the database
+    lock = sqlite3.connect(holder.path, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        analyzer = MorphemeAnalyzer(cache_dir=tmp_path)
+        analyzer._cache = AnalysisCache(tmp_path, analyzer.options_key(), timeout=0.2)
+        with pytest.warns(CacheWarning, match="cannot be used"):
+            assert analyzer.analyze(texts) == expected
+        assert analyzer.cache.disabled
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    assert holder.path.exists()  # never deleted: the other process still holds it
+
+
+@pytest.mark.parametrize("where", ["below-a-file", "a-file"])
+def test_a_cache_that_cannot_be_a_folder_warns(tmp_path, where):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    cache_dir = blocker / "cache" if where == "below-a-file" else blocker
+    texts = ["캐시 폴더가 파일 아래에 있다."]
+    with pytest.warns(CacheWarning):
+        assert MorphemeAnalyzer(cache_dir=cache_dir).analyze(texts) == MorphemeAnalyzer(use_cache=False).analyze(texts)
+    assert blocker.read_text() == ""
+
+
+def test_a_read_only_cache_warns(tmp_path):
+    texts = ["읽기 전용 캐시"]
+    MorphemeAnalyzer(cache_dir=tmp_path).analyze(["다른 문장"])
+    uri = f"file:{tmp_path / 'analyses.sqlite3'}?mode=ro"
+    analyzer = MorphemeAnalyzer(cache_dir=tmp_path)
+    cache = analyzer.cache
+    cache._connection = sqlite3.connect(uri, uri=True, isolation_level=None)
+    with pytest.warns(CacheWarning, match="readonly"):
+        assert analyzer.analyze(texts) == MorphemeAnalyzer(use_cache=False).analyze(texts)
+
+
+# 7. The sample is never official.
+
+def test_copies_of_the_sample_are_recorded_as_sample_and_never_rewrite_results(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    train, dev = tmp_path / "ynat-v1.1_train.json", tmp_path / "ynat-v1.1_dev.json"
+    train.write_bytes(sample_file("ynat", "train").read_bytes())
+    dev.write_bytes(sample_file("ynat").read_bytes())
+    code, output = cli("run", "ynat", "--model", "trivial", "--train", train, "--dev", dev)
+    assert code == 0 and "sample" in output
+    assert not (tmp_path / "results").exists()
+    code, output = cli("run", "ynat", "--model", "trivial", "--data-dir", tmp_path)
+    assert code == 0 and not (tmp_path / "results").exists()
+    # Given a results folder that holds KLUE runs, a sample run is refused before training.
+    official = {"task": "ynat", "runs": {"tfidf-lr": {"sample": False, "headline": {"macro_f1": 83.0}}}}
+    write_json_atomic(tmp_path / "klue-results" / "ynat.json", official)
+    error = refused("run", "ynat", "--model", "trivial", "--train", train, "--dev", dev,
+                    "--results-dir", tmp_path / "klue-results")
+    assert "holds runs on KLUE data" in error
+    assert json.loads((tmp_path / "klue-results" / "ynat.json").read_text()) == official
+
+
+# 8. Download.
+
+class EndlessHandler(BaseHTTPRequestHandler):
+    """Serves more bytes than any manifest size, without a Content-Length, and counts what it sent."""
+    sent = 0
+
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        chunk = b"x" * 65536
+        try:
+            for _ in range(400):  # at most 25 MiB, so the test ends even if the client kept reading
+                self.wfile.write(chunk)
+                type(self).sent += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def log_message(self, format, *args):
+        pass
+
+
+def test_download_stops_reading_past_the_manifest_size(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), EndlessHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = CliRunner().invoke(main, ["--quiet", "download", "re", "--data-dir", str(tmp_path / "data"),
+                                           "--mirror", f"http://127.0.0.1:{server.server_address[1]}"])
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    assert result.exit_code == 1 and "sent more than the expected" in result.output
+    assert not list((tmp_path / "data").rglob("*.json"))
+    biggest = max(f.size for f in official_manifest().values() if f.name.startswith(("klue-re", "relation")))
+    assert biggest < 25 * 2**20  # the server could send more than every RE file; the client stopped first
+
+
+# 9. Reproducible results.
+
+def test_reproduce_reruns_recorded_commands_and_fails_on_a_difference(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "run", "ynat", "nli", "--model", "trivial",
+                          "--results-dir", "results"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    record = json.loads((tmp_path / "results" / "ynat.json").read_text(encoding="utf-8"))["runs"]["trivial"]
+    assert len(record["code"]["source_sha256"]) == 64
+    assert record["command"] == "klue-baselines -q run ynat nli --model trivial --results-dir results"
+
+    same = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "reproduce", "ynat", "nli"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "2 of 2 recorded scores reproduced" in same.stdout
+
+    data = json.loads((tmp_path / "results" / "nli.json").read_text(encoding="utf-8"))
+    data["runs"]["trivial"]["headline"]["accuracy"] += 0.0001
+    write_json_atomic(tmp_path / "results" / "nli.json", data)
+    different = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "reproduce", "ynat", "nli"],
+                               cwd=tmp_path, capture_output=True, text=True)
+    assert different.returncode == 1 and "DIFFERENT" in different.stdout
+
+
+def test_all_default_models_give_identical_scores_under_two_hash_seeds(tmp_path):
+    """Two processes, two PYTHONHASHSEED values, every default model on the sample: identical metrics."""
+    metrics = []
+    for seed in ("1", "2"):
+        environment = {**os.environ, "PYTHONHASHSEED": seed}
+        out = tmp_path / f"results-{seed}"
+        run = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "--cache-dir", str(tmp_path / f"c{seed}"),
+                              "run", "--results-dir", str(out)], env=environment, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        metrics.append({code: json.loads((out / f"{code}.json").read_text(encoding="utf-8"))["runs"]
+                        [get_task(code).default_model]["metrics"] for code in TASK_CODES})
+    assert metrics[0] == metrics[1]
+
+
+# 10. Portability.
+
+def test_the_package_imports_and_runs_without_the_resource_module(tmp_path):
+    script = ("import sys; sys.modules['resource'] = None\n"
+              "from baselines import driver\n"
+              "from baselines.registry import get_task\n"
+              "spec = get_task('ynat')\n"
+              "data = driver.resolve_data(spec)\n"
+              "record, _ = driver.evaluate_task(spec, data, model_name='trivial')\n"
+              "print(record['peak_rss_mb'], record['headline']['macro_f1'] > 0)\n")
+    finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.split() == ["None", "True"]
