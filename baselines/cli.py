@@ -182,9 +182,9 @@ def _data(task: TaskSpec, out: Console, data_dir, train_file, dev_file) -> drive
 @click.pass_context
 @friendly_errors
 def train(ctx, task: str, out_path: Path | None, data_dir, train_file, model_name, params, seed: int, pos) -> None:
-    """Train a model on the training file and save it (a checked metadata header, then a joblib pickle).
-
-    Model files are pickles: load only files from a trusted source."""
+    """Train a model on the training file and save it: a metadata header, checked before the model is read,
+    then the model, stored with skops where the secure extra is installed (pip install 'klue-baselines[secure]'),
+    else as a joblib pickle. Pickled model files can run code when loaded: use those only from a trusted source."""
     spec, out = get_task(task), console(ctx)
     data = _data(spec, out, data_dir, train_file, None)
     path = out_path or Path(f"{task}.joblib")
@@ -243,8 +243,8 @@ def _print_metrics(metrics: dict[str, float], headline: tuple[str, ...]) -> None
 @main.command()
 @task_argument
 @click.option("--model", "model_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              default=None, help="Model file from `train` (default: train one on the training data first). Model "
-                                 "files are pickles: use only files from a trusted source.")
+              default=None, help="Model file from `train` (default: train one on the training data first). Files "
+                                 "saved without the secure extra are pickles: use those only from a trusted source.")
 @data_dir_option
 @train_option
 @dev_option
@@ -277,8 +277,8 @@ def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, params,
 @click.option("--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="JSONL to write (default: stdout).")
 @click.option("--model", "model_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="Model file from `train` (default: train one on the training data first). Model files are "
-                   "pickles: use only files from a trusted source.")
+              help="Model file from `train` (default: train one on the training data first). Files saved "
+                   "without the secure extra are pickles: use those only from a trusted source.")
 @data_dir_option
 @train_option
 @param_option

@@ -1,16 +1,19 @@
-"""Saving and loading fitted models: a metadata header checked before anything in the file is unpickled.
+"""Saving and loading fitted models: a metadata header checked before anything in the file is read as a model.
 
-A model file is a magic line, one line of JSON metadata, then the model as a joblib pickle. The header is
-read and checked as plain text first (format, task, versions, and the sha256 of the pickle that follows),
-so a file that is not a klue-baselines model, or was saved for another task or library version, or was
-damaged, is refused without unpickling a byte of it. Unpickling can run code: a model file that passes
-these checks still deserves the trust one gives a program, so load only model files from a trusted source.
+A model file is a magic line, one line of JSON metadata, then the model. With the `secure` extra installed
+(skops), the model is stored with skops.io, which rebuilds objects from data without running code from the
+file, and loads only types from this toolkit and the libraries its models are made of. Without it, the
+model is a joblib pickle. Either way the header is read and checked as plain text first (format, task,
+versions, and the sha256 of the model bytes that follow), so a file that is not a klue-baselines model, or
+was saved for another task or library version, or was damaged, is refused without reading a byte of it
+as a model. A pickle can run code when it is loaded: load pickled model files only from a trusted source.
 """
 from __future__ import annotations
 
 import hashlib
 import io
 import json
+import zipfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -22,8 +25,18 @@ FORMAT = "klue-baselines-model/2"
 MAGIC = b"KLUE-BASELINES-MODEL\n"
 _HEADER_LIMIT = 1 << 20  # a header is a few hundred bytes; a longer first line is not one
 _CHECKED_VERSIONS = ("klue_baselines", "kiwipiepy", "scikit_learn")
-TRUST_NOTE = ("Model files are pickles: load only files from a trusted source (the header is checked before "
-              "unpickling, but a crafted file that passes it can still run code).")
+# The packages whose types a skops model file may hold: this toolkit's estimators and feature makers, and
+# the libraries they are built from. A type from anywhere else is refused, not loaded.
+TRUSTED_PACKAGES = ("baselines", "features", "sklearn", "sklearn_crfsuite", "pycrfsuite")
+
+
+def skops_io():
+    """skops.io when the `secure` extra is installed, else None."""
+    try:
+        import skops.io
+    except ImportError:
+        return None
+    return skops.io
 
 
 class ModelFileError(Exception):
@@ -40,12 +53,18 @@ def training_digest(paths: Sequence[Path]) -> str:
 
 def save_model(path: Path, model: Any, task: str, model_name: str, train_files: Sequence[Path],
                versions: dict[str, str]) -> dict:
-    buffer = io.BytesIO()
-    joblib.dump(model, buffer, compress=3)
-    payload = buffer.getvalue()
+    """Write `model` with its metadata header: through skops where the `secure` extra is installed, else as
+    a joblib pickle. Returns the metadata."""
+    secure = skops_io()
+    if secure is not None:
+        payload, payload_format = secure.dumps(model, compression=zipfile.ZIP_DEFLATED), "skops"
+    else:
+        buffer = io.BytesIO()
+        joblib.dump(model, buffer, compress=3)
+        payload, payload_format = buffer.getvalue(), "joblib"
     metadata = {"format": FORMAT, "task": task, "model": model_name, "versions": versions,
                 "training_data_sha256": training_digest(train_files),
-                "training_files": [str(p) for p in train_files],
+                "training_files": [str(p) for p in train_files], "payload_format": payload_format,
                 "payload_sha256": hashlib.sha256(payload).hexdigest(), "payload_bytes": len(payload)}
     with atomic_output(Path(path), "wb") as handle:
         handle.write(MAGIC)
@@ -72,8 +91,8 @@ def read_metadata(path: Path) -> tuple[dict, int]:
         metadata = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise ModelFileError(f"{path}: damaged model header (not one line of JSON)") from None
-    expected = {"format": str, "task": str, "model": str, "versions": dict, "payload_sha256": str,
-                "payload_bytes": int}
+    expected = {"format": str, "task": str, "model": str, "versions": dict, "payload_format": str,
+                "payload_sha256": str, "payload_bytes": int}
     if not isinstance(metadata, dict):
         raise ModelFileError(f"{path}: damaged model header (expected a JSON object)")
     for key, kind in expected.items():
@@ -82,6 +101,9 @@ def read_metadata(path: Path) -> tuple[dict, int]:
                                  f"found {type(metadata.get(key)).__name__})")
     if metadata["format"] != FORMAT:
         raise ModelFileError(f"{path}: model file format {metadata['format']!r}, this version reads {FORMAT!r}")
+    if metadata["payload_format"] not in ("skops", "joblib"):
+        raise ModelFileError(f"{path}: damaged model header (unknown payload_format "
+                             f"{metadata['payload_format']!r})")
     return metadata, offset
 
 
@@ -103,8 +125,29 @@ def load_model(path: Path, task: str, versions: dict[str, str]) -> tuple[Any, di
     if len(payload) != metadata["payload_bytes"] or hashlib.sha256(payload).hexdigest() != metadata["payload_sha256"]:
         raise ModelFileError(f"{path}: damaged model file (the model's bytes do not match the sha256 in its "
                              f"header)")
+    if metadata["payload_format"] == "skops":
+        return _load_skops(path, payload), metadata
     try:
         model = joblib.load(io.BytesIO(payload))
     except Exception as error:  # joblib raises many kinds for a damaged payload
         raise ModelFileError(f"{path}: not a readable model ({type(error).__name__}: {error})") from None
     return model, metadata
+
+
+def _load_skops(path: Path, payload: bytes) -> Any:
+    """A skops payload, loaded only when every type it names comes from TRUSTED_PACKAGES."""
+    secure = skops_io()
+    if secure is None:
+        raise ModelFileError(f"{path}: this model was saved with skops; install the secure extra to load it "
+                             f"(pip install 'klue-baselines[secure]')")
+    try:
+        untrusted = secure.get_untrusted_types(data=payload)
+        foreign = [name for name in untrusted if name.split(".", 1)[0] not in TRUSTED_PACKAGES]
+        if foreign:
+            raise ModelFileError(f"{path}: the model names types from outside this toolkit and its libraries, "
+                                 f"which are not loaded: {', '.join(sorted(foreign)[:5])}")
+        return secure.loads(payload, trusted=untrusted)
+    except ModelFileError:
+        raise
+    except Exception as error:  # skops raises many kinds for a damaged payload
+        raise ModelFileError(f"{path}: not a readable model ({type(error).__name__}: {error})") from None

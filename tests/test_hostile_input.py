@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from baselines import driver, results
+from baselines import driver, persistence, results
 from baselines.cli import main
 from baselines.dataio import atomic_output, write_json_atomic, write_jsonl_atomic
 from baselines.datafiles import official_manifest, sample_dir
-from baselines.persistence import ModelFileError, load_model
+from baselines.persistence import ModelFileError, load_model, read_metadata
 from baselines.registry import TASK_CODES, get_task
 from features.analysis import MorphemeAnalyzer
 from features.cache import AnalysisCache, CacheWarning
@@ -210,6 +210,50 @@ def test_a_changed_model_payload_is_refused(tmp_path):
     data[-5] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(ModelFileError, match="do not match the sha256"):
+        load_model(path, "ynat", driver.versions())
+
+
+class ForeignModel:
+    """A type from outside the toolkit and its libraries: a skops file naming it must not load."""
+
+    def predict(self, records):
+        return ["경제"] * len(records)
+
+
+@pytest.mark.parametrize("task", ["sts", "nli"])
+def test_models_are_saved_with_skops_and_load_with_identical_predictions(tmp_path, task):
+    pytest.importorskip("skops.io", reason="the secure extra (skops) is not installed")
+    path = tmp_path / "model.joblib"
+    code, output = cli("train", task, "--out", path)
+    assert code == 0, output
+    metadata, _offset = read_metadata(path)
+    assert metadata["payload_format"] == "skops"
+    outputs = []
+    for model in (None, path):
+        out = tmp_path / f"p{len(outputs)}.jsonl"
+        code, text = cli("predict", task, "--input", sample_file(task), "--output", out,
+                         *(["--model", model] if model else []))
+        assert code == 0, text
+        outputs.append(out.read_text(encoding="utf-8"))
+    assert outputs[0] == outputs[1]
+
+
+def test_without_the_secure_extra_models_are_pickles_behind_the_header(tmp_path, monkeypatch):
+    monkeypatch.setattr(persistence, "skops_io", lambda: None)
+    path = tmp_path / "ynat.joblib"
+    persistence.save_model(path, ForeignModel(), "ynat", "tfidf-lr", [sample_file("ynat", "train")],
+                           driver.versions())
+    assert read_metadata(path)[0]["payload_format"] == "joblib"
+    model, _metadata = load_model(path, "ynat", driver.versions())
+    assert isinstance(model, ForeignModel)
+
+
+def test_a_skops_file_with_a_foreign_type_is_refused(tmp_path):
+    pytest.importorskip("skops.io", reason="the secure extra (skops) is not installed")
+    path = tmp_path / "ynat.joblib"
+    persistence.save_model(path, ForeignModel(), "ynat", "tfidf-lr", [sample_file("ynat", "train")],
+                           driver.versions())
+    with pytest.raises(ModelFileError, match="outside this toolkit.*ForeignModel"):
         load_model(path, "ynat", driver.versions())
 
 

@@ -52,13 +52,13 @@ def test_type_priors_of_a_sentence_come_from_the_other_folds_only():
     tags = [["B-LC", "I-LC"] + ["O"] * 5, ["B-OG", "I-OG"] + ["O"] * 5, ["B-LC", "I-LC"] + ["O"] * 5]
     analyses = analyze(texts)
     typed = [morpheme_types(a, t) for a, t in zip(analyses, tags)]
-    assert (("서울", "NNP"), "LC") in typed[0] and (("서울", "NNP"), "OG") in typed[1]
+    assert ("서울\tNNP", "LC") in typed[0] and ("서울\tNNP", "OG") in typed[1]
     priors = jackknifed_type_features(typed, 3)
-    assert priors[0][("서울", "NNP")] == {"ty=OG": 1.0, "ty#": 0.1}  # only the second sentence counts
-    assert priors[2][("부산", "NNP")] == {}  # seen in its own fold only: no prior at all
+    assert priors[0]["서울\tNNP"] == {"ty=OG": 1.0, "ty#": 0.1}  # only the second sentence counts
+    assert priors[2]["부산\tNNP"] == {}  # seen in its own fold only: no prior at all
     model = CharacterCRF(max_iterations=5, neighbours=0, type_folds=3).fit(
         [NerSentence(str(i), text) for i, text in enumerate(texts)], tags)
-    assert model.morpheme_types_[("서울", "NNP")] == {"ty=LC": 0.5, "ty=OG": 0.5, "ty#": 0.2}
+    assert model.morpheme_types_["서울\tNNP"] == {"ty=LC": 0.5, "ty=OG": 0.5, "ty#": 0.2}
 
 
 def test_iob2_repair():

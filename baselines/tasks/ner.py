@@ -159,7 +159,11 @@ def eojeol_stems(text: str, analysis: Analysis, tags: list[str]) -> list[tuple[i
     return [(start, max(end, start)) for (start, _word_end), end in zip(words, stem_end)]
 
 
-MorphemeKey = tuple[str, str]  # (form, Kiwi tag)
+MorphemeKey = str  # 'form<TAB>Kiwi tag': a string, so that a fitted model holds only str-keyed dicts (skops)
+
+
+def morpheme_key(form: str, tag: str) -> MorphemeKey:
+    return f"{form}\t{tag}"
 
 
 def morpheme_types(analysis: Analysis, tags: Sequence[str]) -> list[tuple[MorphemeKey, str]]:
@@ -168,7 +172,7 @@ def morpheme_types(analysis: Analysis, tags: Sequence[str]) -> list[tuple[Morphe
     typed = []
     for form, tag, start in zip(analysis.forms, analysis.tags, analysis.starts):
         if to_sejong(tag) in NEIGHBOUR_TAGS and start < len(tags):
-            typed.append(((form, tag), tags[start][2:] or "O"))
+            typed.append((morpheme_key(form, tag), tags[start][2:] or "O"))
     return typed
 
 
@@ -258,7 +262,7 @@ def character_features(text: str, analysis: Analysis,
                 for token in morpheme_neighbours[m]:
                     features[f"nb={token}"] = 1.0
             if morpheme_priors is not None:
-                features.update(morpheme_priors.get((analysis.forms[m], analysis.tags[m]), {}))
+                features.update(morpheme_priors.get(morpheme_key(analysis.forms[m], analysis.tags[m]), {}))
         w = eojeol_of[i]
         if w >= 0:
             start, end = words[w]

@@ -179,16 +179,29 @@ class ValueFinder:
 
     def __init__(self, ontology: dict[str, list[str]]):
         self.slots = sorted(ontology)
-        self.slots_of: dict[str, list[str]] = defaultdict(list)
+        slots_of: dict[str, list[str]] = defaultdict(list)
         for slot, values in ontology.items():
             for value in values:
                 if value not in ("none", "dontcare", "yes", "no") and not value.isdigit() and ":" not in value:
-                    self.slots_of[value].append(slot)
+                    slots_of[value].append(slot)
+        self.slots_of = dict(slots_of)
         spellings = {"".join(value.split()): value for value in self.slots_of}
         spellings.update({key: value for key, value in _SYNONYMS.items() if value in self.slots_of})
         self.value_of = spellings
-        keys = sorted(spellings, key=len, reverse=True)
+        self._compile()
+
+    def _compile(self) -> None:
+        keys = sorted(self.value_of, key=len, reverse=True)
         self.pattern = re.compile("|".join(map(re.escape, keys))) if keys else None
+
+    # A saved model keeps plain data only (a compiled pattern is not data that skops can store); the pattern
+    # is compiled again on load.
+    def __getstate__(self) -> dict:
+        return {key: value for key, value in self.__dict__.items() if key != "pattern"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._compile()
 
     def find(self, text: str) -> dict[str, list[str]]:
         """slot -> values found, in text order."""
