@@ -7,6 +7,7 @@ import functools
 import hashlib
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from importlib import resources
@@ -136,6 +137,8 @@ def download(tasks: Iterable[TaskSpec], data_dir: Path, mirror: str | None = Non
     `<mirror>/<folder>/<name>` (a copy with the same layout). A failure raises DownloadError naming the
     file and why, after the other files were tried; no partial file is left behind.
     """
+    if mirror is not None and urllib.parse.urlparse(mirror).scheme not in ("http", "https", "file"):
+        raise DownloadError(f"--mirror {mirror!r} is not an http://, https:// or file:// URL")
     written, failures = [], []
     for task, official in files_for(tasks):
         target = data_dir / task.folder / official.name

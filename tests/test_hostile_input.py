@@ -353,6 +353,7 @@ def test_a_param_value_never_steers_a_file_out_of_its_folder(tmp_path):
     (["run", "ner", "--param", "type_folds=1"], "'type_folds' parameter"),
     (["tune", "ynat", "--param", "C=1,2", "--folds", "100000"], "100000 folds need"),
     (["tune", "ynat", "--param", "C=1,-2"], "'C' parameter"),
+    (["download", "ynat", "--mirror", "not-a-url"], "not an http"),
 ])
 def test_bad_option_values_are_refused_before_any_work(args, message):
     result = CliRunner().invoke(main, ["--quiet", *args])
