@@ -9,7 +9,7 @@ import pytest
 
 from baselines.driver import versions
 from baselines.persistence import load_model, save_model
-from baselines.tasks.dp import DpSentence, DpWord, MstParser, eojeol_attributes
+from baselines.tasks.dp import DpSentence, DpWord, MstParser, eojeol_attributes, targets
 from features.trees import max_spanning_tree, tree_score
 
 
@@ -74,7 +74,7 @@ NOUNS = ["학생", "책", "도서관", "친구", "영화", "극장", "아이", "
 def test_perceptron_parses_planted_sentences_back(tmp_path):
     rng = np.random.default_rng(3)
     train = [planted_sentence(f"p{i}", list(rng.choice(NOUNS, 3, replace=False))) for i in range(30)]
-    model = MstParser(epochs=3, dimension=2 ** 16).fit(train)
+    model = MstParser(epochs=3, dimension=2 ** 16).fit(train, targets(train))
     test = [planted_sentence("q", ["선생", "편지", "교실"])]
     heads, deprels = model.predict(test)[0]
     assert heads == [4, 4, 4, 0]

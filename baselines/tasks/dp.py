@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Integral
 from pathlib import Path
 from typing import Sequence
@@ -14,6 +14,7 @@ from sklearn.linear_model import LogisticRegression
 
 from baselines import scoring
 from baselines.dataio import DataError, atomic_output, looks_like_jsonl, read_tsv_blocks, require
+from baselines.estimators import PLAIN_INPUT, TaskModel, plain_text, records_from
 from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, StrOptions
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.analysis import analyze
@@ -130,18 +131,56 @@ def score(records: Sequence[DpSentence], predictions: Sequence[dict], resources:
                             [p["heads"] for p in aligned], [p["deprels"] for p in aligned])
 
 
-class AttachToNextParser(BaseEstimator):
-    """The trivial floor: every eojeol depends on the next one (the last on the root), with the most
-    frequent relation of the training data."""
+def as_records(X: Sequence) -> list[DpSentence]:
+    """DpSentence records, or plain sentences (str) whose eojeols are their whitespace-separated words."""
+    return records_from(X, DpSentence, lambda item, guid, where: _plain_sentence(plain_text(item, where), guid))
 
-    def fit(self, records, y) -> "AttachToNextParser":
+
+def _plain_sentence(text: str, guid: str) -> DpSentence:
+    if not text.split():
+        raise DataError(PLAIN_INPUT, guid, "an empty sentence has nothing to parse")
+    return DpSentence(guid, text, [DpWord(form) for form in text.split()])
+
+
+def with_trees(records: Sequence[DpSentence], y: Sequence[tuple[Sequence[int], Sequence[str]]]) -> list[DpSentence]:
+    """The sentences with the heads and relations of y (what a parser learns from), checked for size."""
+    trees = []
+    for record, (heads, deprels) in zip(records, y):
+        if len(heads) != len(record.words) or len(deprels) != len(record.words):
+            raise ValueError(f"{record.guid}: y has {len(heads)} heads and {len(deprels)} relations for "
+                             f"{len(record.words)} eojeols")
+        words = [replace(word, head=int(head), deprel=str(deprel))
+                 for word, head, deprel in zip(record.words, heads, deprels)]
+        trees.append(replace(record, words=words))
+    return trees
+
+
+def headline(records: Sequence[DpSentence], y: Sequence, predicted: Sequence) -> float:
+    return scoring.score_dp([list(h) for h, _ in y], [list(d) for _, d in y],
+                            [list(h) for h, _ in predicted], [list(d) for _, d in predicted])["uas_micro_f1"]
+
+
+class AttachToNextParser(TaskModel, BaseEstimator):
+    """The trivial floor: every eojeol depends on the next one (the last on the root), with the most
+    frequent relation of the training data.
+
+    Attributes
+    ----------
+    deprel_ : str
+        The most frequent relation in y.
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
+
+    def fit(self, X: Sequence, y: Sequence) -> "AttachToNextParser":
         counts = Counter(label for _heads, deprels in y for label in deprels)
         self.deprel_ = min(counts, key=lambda label: (-counts[label], label))
         return self
 
-    def predict(self, records) -> list[tuple[list[int], list[str]]]:
+    def predict(self, X: Sequence) -> list[tuple[list[int], list[str]]]:
         output = []
-        for record in records:
+        for record in self._fitted_records(X):
             size = len(record.words)
             output.append(([i + 2 for i in range(size - 1)] + [0], [self.deprel_] * size))
         return output
@@ -261,9 +300,40 @@ def _relation_features(sentence: DpSentence, attributes: list[dict[str, str]], d
     return features
 
 
-class MstParser(BaseEstimator):
+class MstParser(TaskModel, BaseEstimator):
     """First-order arc-factored parser: hashed arc features scored by an averaged structured perceptron,
-    decoded with Chu-Liu-Edmonds (non-projective, one root); relations by logistic regression."""
+    decoded with Chu-Liu-Edmonds (non-projective, one root); relations by logistic regression.
+
+    Parameters
+    ----------
+    epochs : int
+        Perceptron passes over the training sentences.
+    dimension : int
+        Size of the hashed arc-feature space.
+    min_count : int
+        An eojeol attribute must occur this often in training to get a vocabulary id.
+    label_C : float
+        Inverse L2 strength of the relation labeller.
+    pos : 'gold' or 'kiwi'
+        Read the lemmas and POS given in the data ('gold'), or derive them with Kiwi ('kiwi'; also used for
+        any sentence without them, such as raw text).
+    random_state : int
+        Seeds the perceptron's sentence order.
+
+    Attributes
+    ----------
+    featurizer_ : ArcFeaturizer
+    weights_ : ndarray of shape (dimension,)
+        The averaged perceptron weights.
+    relation_vectorizer_ : DictVectorizer
+    relation_classifier_ : LogisticRegression
+
+    X is a sequence of DpSentence records or of plain sentences (str); y holds (heads, relations) per
+    sentence, heads 1-based with 0 for the root.
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
 
     _parameter_constraints = {
         "epochs": [AT_LEAST_ONE], "dimension": [Interval(Integral, 1024, None, closed="left")],
@@ -296,8 +366,8 @@ class MstParser(BaseEstimator):
             return records
         return with_kiwi_pos(records)
 
-    def fit(self, records: Sequence[DpSentence], y=None) -> "MstParser":
-        records = self._inputs(records)
+    def fit(self, X: Sequence, y: Sequence[tuple[Sequence[int], Sequence[str]]]) -> "MstParser":
+        records = self._inputs(with_trees(self._records(X), y))
         counts = Counter(f"{name}={value}" for sentence in records for word in sentence.words
                          for name, value in eojeol_attributes(word).items())
         vocabulary = {key: index for index, key in
@@ -338,9 +408,9 @@ class MstParser(BaseEstimator):
         self.relation_classifier_ = LogisticRegression(C=self.label_C, max_iter=500, random_state=self.random_state)
         self.relation_classifier_.fit(self.relation_vectorizer_.fit_transform(rows), labels)
 
-    def predict(self, records: Sequence[DpSentence]) -> list[tuple[list[int], list[str]]]:
+    def predict(self, X: Sequence) -> list[tuple[list[int], list[str]]]:
         parsed, rows = [], []
-        for sentence in self._inputs(records):
+        for sentence in self._inputs(self._fitted_records(X)):
             heads = self._decode(self.weights_, sentence, self.featurizer_.arcs(sentence))
             parsed.append([int(h) for h in heads[1:]])
             attributes = [ROOT] + [eojeol_attributes(w) for w in sentence.words]

@@ -21,6 +21,7 @@ from sklearn.preprocessing import StandardScaler
 
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_json, require
+from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
 from baselines.params import AT_LEAST_ONE, COUNT, NON_NEGATIVE, SEED, Interval
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze, neighbours, similarity
@@ -184,15 +185,42 @@ def reader_diagnostics(gold: dict[str, list[str]], predictions: Sequence[dict]) 
     return metrics
 
 
-class EmptyAnswerReader(BaseEstimator):
-    """The trivial floor: every question is declared unanswerable."""
+def as_records(X: Sequence) -> list[MrcQuestion]:
+    """MrcQuestion records, or plain dicts with 'context' and 'question' (a raw JSONL row)."""
+    def build(item: Any, guid: str, where: str) -> MrcQuestion:
+        row = plain_row(item, where)
+        return MrcQuestion(str(row.get("guid", guid)), require(row, "question", str, PLAIN_INPUT, where),
+                           require(row, "context", str, PLAIN_INPUT, where))
 
-    def fit(self, records, y=None) -> "EmptyAnswerReader":
-        self.n_questions_ = len(records)
+    return records_from(X, MrcQuestion, build)
+
+
+def headline(records: Sequence[MrcQuestion], y: Sequence[Sequence[str]], predicted: Sequence[tuple[str, int]]
+             ) -> float:
+    """Exact match, each question keyed by its position (plain inputs share no guids)."""
+    gold = {str(index): list(answers) for index, answers in enumerate(y)}
+    return scoring.score_mrc(gold, {str(index): answer for index, (answer, _start) in enumerate(predicted)}
+                             )["exact_match"]
+
+
+class EmptyAnswerReader(TaskModel, BaseEstimator):
+    """The trivial floor: every question is declared unanswerable.
+
+    Attributes
+    ----------
+    n_questions_ : int
+        Training questions seen (nothing is learnt from them).
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
+
+    def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "EmptyAnswerReader":
+        self.n_questions_ = len(self._records(X))
         return self
 
-    def predict(self, records) -> list[tuple[str, int]]:
-        return [("", 0) for _ in records]
+    def predict(self, X: Sequence) -> list[tuple[str, int]]:
+        return [("", 0) for _ in self._fitted_records(X)]
 
 
 def empty_answer(random_state: int = 0, resources: dict | None = None) -> EmptyAnswerReader:
@@ -640,13 +668,50 @@ _VIEWS = _ViewMemo()
 _UNANSWERABLE, _WRONG, _CORRECT = 0, 1, 2
 
 
-class SpanRanker(BaseEstimator):
+class SpanRanker(TaskModel, BaseEstimator):
     """Extractive reader: candidate spans from the sentences that match the question best, a linear scorer
     trained listwise (the gold span against all candidates of its question), and a no-answer decision on
     the best span's score, margin and the question's coverage, with its threshold set by cross-validation
-    on the training questions. The `neighbours` nearest morphemes of each question word in Kiwi's language
-    model count as soft matches of it (0: exact matches only). With abstain=False the reader always gives
-    its best span (for questions known to have an answer, and to measure the span scorer alone)."""
+    on the training questions.
+
+    Parameters
+    ----------
+    alpha : float
+        L2 penalty of the listwise ranker (on the mean loss, so it means the same for any data size).
+    max_iter : int
+        L-BFGS iterations of the ranker.
+    top_sentences : int
+        Candidate spans come from this many sentences that cover most of the question.
+    max_eojeols, max_chars : int
+        The longest candidate span, in eojeols and characters.
+    calibration_folds : int
+        Grouped folds over the training questions for the no-answer decision's held-out scores.
+    max_calibration_questions : int
+        At most this many training questions calibrate the no-answer decision.
+    abstain : bool
+        False: always give the best span (for questions known to have an answer).
+    neighbours : int
+        Nearest morphemes of each question word in Kiwi's CoNg model that count as soft matches; 0: exact
+        matches only.
+    random_state : int
+
+    Attributes
+    ----------
+    scaler_ : StandardScaler
+        Scales the candidates' features.
+    weights_ : ndarray
+        The ranker's weights, one per FEATURE_NAMES.
+    answer_model_ : Pipeline or None
+        The no-answer decision (None when training had only one kind of question).
+    threshold_ : float
+        The belief above which the reader answers.
+
+    X is a sequence of MrcQuestion records or of dicts with 'context' and 'question'; y holds the gold
+    answer texts of each question ([] for an unanswerable one).
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
 
     _parameter_constraints = {
         "alpha": [NON_NEGATIVE], "max_iter": [AT_LEAST_ONE], "top_sentences": [AT_LEAST_ONE],
@@ -736,7 +801,8 @@ class SpanRanker(BaseEstimator):
         gold = {scoring.normalize_mrc_answer(answer) for answer in answers}
         return np.array([scoring.normalize_mrc_answer(context[s:e]) in gold for s, e in view.spans], dtype=bool)
 
-    def fit(self, records: Sequence[MrcQuestion], y: Sequence[Sequence[str]]) -> "SpanRanker":
+    def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "SpanRanker":
+        records = self._records(X)
         rng = np.random.default_rng(self.random_state)
         views = self._views(records)
         positives = [self._positives(v, r.context, answers) for v, r, answers in zip(views, records, y)]
@@ -801,8 +867,9 @@ class SpanRanker(BaseEstimator):
         unanswerable = probabilities[:, column[_UNANSWERABLE]] if _UNANSWERABLE in column else 0.0
         return correct - unanswerable
 
-    def read(self, records: Sequence[MrcQuestion]) -> list[Reading]:
+    def read(self, X: Sequence) -> list[Reading]:
         """Each question's best span, the reader's belief in it and whether it answers with it."""
+        records = self._fitted_records(X)
         readings = []
         for record, view in zip(records, self._views(records)):
             scores = self._scores(view, self.weights_)
@@ -820,8 +887,8 @@ class SpanRanker(BaseEstimator):
             readings.append(Reading(record.context[start:end], start, belief, bool(answered)))
         return readings
 
-    def predict(self, records: Sequence[MrcQuestion]) -> list[tuple[str, int]]:
-        return [(r.best_span, r.best_start) if r.answered else ("", 0) for r in self.read(records)]
+    def predict(self, X: Sequence) -> list[tuple[str, int]]:
+        return [(r.best_span, r.best_start) if r.answered else ("", 0) for r in self.read(X)]
 
 
 def span_ranker(random_state: int = 0, resources: dict | None = None) -> SpanRanker:

@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator
 
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, require
+from baselines.estimators import TaskModel, plain_text, records_from
 from baselines.params import AT_LEAST_ONE, COUNT, FOLDS_OR_OFF, NON_NEGATIVE, SEED, StrOptions
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.align import char_to_eojeol, char_to_morpheme
@@ -96,15 +97,34 @@ def score(records: Sequence[NerSentence], predictions: Sequence[dict], resources
     return scoring.score_ner(gold, pred)
 
 
-class AllOutsideTagger(BaseEstimator):
-    """The trivial floor: every character is outside any entity."""
+def as_records(X: Sequence) -> list[NerSentence]:
+    """NerSentence records, or plain sentences (str)."""
+    return records_from(X, NerSentence, lambda item, guid, where: NerSentence(guid, plain_text(item, where)))
 
-    def fit(self, records, y=None) -> "AllOutsideTagger":
-        self.n_sentences_ = len(records)
+
+def headline(records: Sequence[NerSentence], y: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
+    gold = [_scored_tags(record, tags) for record, tags in zip(records, y)]
+    return scoring.score_ner(gold, [_scored_tags(r, tags) for r, tags in zip(records, predicted)])["entity_macro_f1"]
+
+
+class AllOutsideTagger(TaskModel, BaseEstimator):
+    """The trivial floor: every character is outside any entity.
+
+    Attributes
+    ----------
+    n_sentences_ : int
+        Training sentences seen (nothing is learnt from them).
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
+
+    def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "AllOutsideTagger":
+        self.n_sentences_ = len(self._records(X))
         return self
 
-    def predict(self, records) -> list[list[str]]:
-        return [["O"] * len(record.text) for record in records]
+    def predict(self, X: Sequence) -> list[list[str]]:
+        return [["O"] * len(record.text) for record in self._fitted_records(X)]
 
 
 def all_outside(random_state: int = 0, resources: dict | None = None) -> AllOutsideTagger:
@@ -279,13 +299,40 @@ def character_features(text: str, analysis: Analysis,
     return rows
 
 
-class CharacterCRF(BaseEstimator):
+class CharacterCRF(TaskModel, BaseEstimator):
     """Linear-chain CRF (sklearn-crfsuite, L-BFGS with elastic net) over characters, with character,
-    class, window and n-gram features, the Kiwi morpheme covering each character, that morpheme's
-    `neighbours` nearest morphemes in Kiwi's language model (0 leaves them out) and how that morpheme was
-    tagged in training (type_features; on the training sentences counted in `type_folds` folds, each
-    sentence on the others; 0 leaves them out). With scheme 'iobes' the CRF learns IOBES tags, so that
-    an entity's last character has a label of its own; predictions are IOB2 either way."""
+    class, window and n-gram features, the Kiwi morpheme covering each character, that morpheme's nearest
+    morphemes in Kiwi's language model and how that morpheme was tagged in training.
+
+    Parameters
+    ----------
+    c1, c2 : float
+        L1 and L2 penalties of the CRF.
+    max_iterations : int
+        L-BFGS iterations.
+    neighbours : int
+        Nearest morphemes of the covering morpheme in Kiwi's CoNg model; 0 leaves them out.
+    type_folds : int
+        How a morpheme was tagged in training (type_features) is counted for each training sentence on the
+        other folds of this many; 0 leaves these features out.
+    scheme : 'iobes' or 'iob2'
+        The tags the CRF learns ('iobes': an entity's last character has a label of its own); predictions
+        are IOB2 either way.
+    random_state : int
+        L-BFGS is deterministic; kept for the common model interface.
+
+    Attributes
+    ----------
+    morpheme_types_ : dict or None
+        'form<TAB>tag' -> type_features counted on all training sentences (None with type_folds=0).
+    crf_ : sklearn_crfsuite.CRF
+
+    X is a sequence of NerSentence records or of plain sentences (str); y holds one IOB2 tag per character
+    of each sentence, spaces included.
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
 
     _parameter_constraints = {
         "c1": [NON_NEGATIVE], "c2": [NON_NEGATIVE], "max_iterations": [AT_LEAST_ONE], "neighbours": [COUNT],
@@ -310,7 +357,8 @@ class CharacterCRF(BaseEstimator):
         return [character_features(r.text, a, neighbour_tokens(a, self.neighbours), p)
                 for r, a, p in zip(records, analyses, priors)]
 
-    def fit(self, records: Sequence[NerSentence], y: Sequence[Sequence[str]]) -> "CharacterCRF":
+    def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "CharacterCRF":
+        records = self._records(X)
         if self.scheme not in ("iob2", "iobes"):
             raise ValueError(f"scheme must be 'iob2' or 'iobes', not {self.scheme!r}")
         if self.type_folds == 1:  # one fold would leave no other fold to count on: every prior empty
@@ -328,7 +376,8 @@ class CharacterCRF(BaseEstimator):
                       [to_iobes(tags) if self.scheme == "iobes" else list(tags) for tags in y])
         return self
 
-    def predict(self, records: Sequence[NerSentence]) -> list[list[str]]:
+    def predict(self, X: Sequence) -> list[list[str]]:
+        records = self._fitted_records(X)
         analyses = analyze(r.text for r in records)
         features = self._features(records, analyses, [self.morpheme_types_] * len(records))
         return [repair_iob2(iobes_to_iob2(tags)) for tags in self.crf_.predict(features)]

@@ -15,6 +15,7 @@ from sklearn.linear_model import LogisticRegression
 
 from baselines import scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.estimators import TaskModel, plain_pair, records_from
 from baselines.params import AT_LEAST_ONE, NGRAM_RANGE, NON_NEGATIVE, POSITIVE, SEED
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, jsonl_records,
                                 label_predictions)
@@ -57,6 +58,15 @@ def load_input(path: Path) -> list[NliExample]:
         guid, require(row, "premise", str, path, where), require(row, "hypothesis", str, path, where)))
 
 
+def as_records(X: Sequence) -> list[NliExample]:
+    """NliExample records, or plain (premise, hypothesis) pairs."""
+    return records_from(X, NliExample, lambda item, guid, where: NliExample(guid, *plain_pair(item, where)))
+
+
+def headline(records: Sequence[NliExample], y: Sequence[str], predicted: Sequence[str]) -> float:
+    return scoring.score_nli([str(label) for label in y], [str(label) for label in predicted])["accuracy"]
+
+
 def targets(records: Sequence[NliExample]) -> list[str]:
     return [record.label for record in records]
 
@@ -66,14 +76,49 @@ def score(records: Sequence[NliExample], predictions: Sequence[dict], resources:
     return scoring.score_nli(targets(records), predicted)
 
 
-def most_frequent_label(random_state: int = 0, resources: dict | None = None) -> DummyClassifier:
-    return DummyClassifier(strategy="prior", random_state=random_state)
+class MostFrequentInference(TaskModel, DummyClassifier):
+    """The trivial floor: the most frequent label of the training pairs (scikit-learn's DummyClassifier, with
+    plain pairs and accuracy as its score)."""
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
 
 
-class InferenceClassifier(BaseEstimator, ClassifierMixin):
+def most_frequent_label(random_state: int = 0, resources: dict | None = None) -> MostFrequentInference:
+    return MostFrequentInference(strategy="prior", random_state=random_state)
+
+
+class InferenceClassifier(TaskModel, ClassifierMixin, BaseEstimator):
     """TF-IDF of premise and of hypothesis (morpheme n-grams) plus cross-sentence features (what the
     hypothesis adds or drops, substitution pairs, overlap ratios, negation/quantity/time/number cues)
-    -> multinomial logistic regression."""
+    -> multinomial logistic regression.
+
+    Parameters
+    ----------
+    C : float
+        Inverse L2 strength of the logistic regression.
+    ngram_range : (int, int)
+        Morpheme n-gram range of the premise and hypothesis TF-IDF views.
+    min_df : int
+        A feature must occur in this many training sentences.
+    cross_weight : float
+        Scale of the cross-sentence features against the TF-IDF columns.
+    max_iter : int
+    random_state : int
+
+    Attributes
+    ----------
+    premise_vectorizer_, hypothesis_vectorizer_ : TfidfVectorizer
+    cross_vectorizer_ : DictVectorizer
+        The cross-sentence indicators.
+    classifier_ : LogisticRegression
+    classes_ : ndarray of str
+
+    X is a sequence of NliExample records or of plain (premise, hypothesis) pairs.
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
 
     _parameter_constraints = {
         "C": [POSITIVE], "ngram_range": [NGRAM_RANGE], "min_df": [AT_LEAST_ONE], "cross_weight": [NON_NEGATIVE],
@@ -111,18 +156,20 @@ class InferenceClassifier(BaseEstimator, ClassifierMixin):
         parts[2] = parts[2] * self.cross_weight
         return sparse.hstack(parts, format="csr")
 
-    def fit(self, records: Sequence[NliExample], y: Sequence[str]) -> "InferenceClassifier":
-        features = self._matrix(records, fit=True)
+    def fit(self, X: Sequence, y: Sequence[str]) -> "InferenceClassifier":
+        features = self._matrix(self._records(X), fit=True)
         self.classifier_ = LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.random_state)
         self.classifier_.fit(features, np.asarray(y))
         self.classes_ = self.classifier_.classes_
         return self
 
-    def predict_proba(self, records: Sequence[NliExample]) -> np.ndarray:
+    def predict_proba(self, X: Sequence) -> np.ndarray:
+        records = self._fitted_records(X)
         return self.classifier_.predict_proba(self._matrix(records, fit=False))
 
-    def predict(self, records: Sequence[NliExample]) -> np.ndarray:
-        return self.classes_[self.predict_proba(records).argmax(axis=1)]
+    def predict(self, X: Sequence) -> np.ndarray:
+        probabilities = self.predict_proba(X)
+        return self.classes_[probabilities.argmax(axis=1)]
 
 
 def inference_classifier(random_state: int = 0, resources: dict | None = None) -> InferenceClassifier:

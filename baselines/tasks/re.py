@@ -13,6 +13,7 @@ from sklearn.linear_model import LogisticRegression
 
 from baselines import scoring
 from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
 from baselines.params import AT_LEAST_ONE, COUNT, POSITIVE, SEED
 from baselines.priors import adapt_to_priors
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_labels, is_finite_number, \
@@ -88,6 +89,20 @@ def load_resources(files: dict[str, Path]) -> dict:
     return {"relations": [str(label) for label in relations]}
 
 
+def as_records(X: Sequence) -> list[ReExample]:
+    """ReExample records, or plain dicts shaped like a raw JSONL row ('sentence', 'subject_entity',
+    'object_entity' as in the official file)."""
+    return records_from(X, ReExample, lambda item, guid, where: _example(
+        plain_row(item, where), str(item.get("guid", guid)), PLAIN_INPUT, where))
+
+
+def headline(records: Sequence[ReExample], y: Sequence[str], predicted: Sequence[str]) -> float:
+    """Micro F1 without no_relation, over the relations seen in y or predicted."""
+    gold, pred = [str(label) for label in y], [str(label) for label in predicted]
+    labels = sorted(set(gold) | set(pred) | {scoring.RE_NO_RELATION})
+    return scoring.score_re(gold, pred, None, labels)["micro_f1"]
+
+
 def targets(records: Sequence[ReExample]) -> list[str]:
     return [record.label for record in records]
 
@@ -123,9 +138,16 @@ def _check_probs(prediction: dict, relations: Sequence[str]) -> bool:
     return True
 
 
-def prior_distribution(random_state: int = 0, resources: dict | None = None) -> DummyClassifier:
-    """The trivial floor: the most frequent relation, with the training label distribution as probs."""
-    return DummyClassifier(strategy="prior", random_state=random_state)
+class RelationPrior(TaskModel, DummyClassifier):
+    """The trivial floor: the most frequent relation, with the training label distribution as probabilities
+    (scikit-learn's DummyClassifier, with plain dicts and micro F1 as its score)."""
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
+
+
+def prior_distribution(random_state: int = 0, resources: dict | None = None) -> RelationPrior:
+    return RelationPrior(strategy="prior", random_state=random_state)
 
 
 def _bucket(value: int) -> str:
@@ -220,8 +242,41 @@ def pair_features(record: ReExample, analysis: Analysis, window: int = 3, betwee
     return features
 
 
-class RelationClassifier(BaseEstimator, ClassifierMixin):
-    """Entity-pair indicator features -> multinomial logistic regression with class probabilities."""
+class RelationClassifier(TaskModel, ClassifierMixin, BaseEstimator):
+    """Entity-pair indicator features -> multinomial logistic regression with class probabilities.
+
+    Parameters
+    ----------
+    C : float
+        Inverse L2 strength of the logistic regression.
+    window : int
+        Morphemes taken on each side of the two entities.
+    min_count : int
+        A feature must occur in this many training pairs.
+    adapt_priors : bool
+        Adjust the posteriors to the label proportions a batch suggests (baselines.priors).
+    between_characters, entity_surface, typed_words : bool
+        Feature groups: character bigrams between the entities; the entities' first and last characters,
+        length and bigrams; the sentence's nouns and verbs crossed with the type pair.
+    entity_neighbours : int
+        Nearest morphemes in Kiwi's CoNg model of each entity morpheme; 0 leaves them out.
+    max_iter : int
+    random_state : int
+
+    Attributes
+    ----------
+    vectorizer_ : DictVectorizer
+        Restricted to the features kept by min_count.
+    classifier_ : LogisticRegression
+    classes_ : ndarray of str
+    train_priors_ : ndarray
+        The training share of each class (for adapt_priors).
+
+    X is a sequence of ReExample records or of dicts shaped like a raw JSONL row.
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
 
     _parameter_constraints = {
         "C": [POSITIVE], "window": [COUNT], "min_count": [AT_LEAST_ONE], "adapt_priors": ["boolean"],
@@ -253,9 +308,9 @@ class RelationClassifier(BaseEstimator, ClassifierMixin):
         return [pair_features(r, a, self.window, self.between_characters, self.entity_surface, self.typed_words, near)
                 for r, a, near in zip(records, analyses, neighbours)]
 
-    def fit(self, records: Sequence[ReExample], y: Sequence[str]) -> "RelationClassifier":
+    def fit(self, X: Sequence, y: Sequence[str]) -> "RelationClassifier":
         self.vectorizer_ = DictVectorizer()
-        features = self.vectorizer_.fit_transform(self._dicts(records))
+        features = self.vectorizer_.fit_transform(self._dicts(self._records(X)))
         # Features seen in fewer than min_count training pairs cannot generalise; dropping them shrinks the
         # model and the optimisation several times over.
         support = np.asarray((features > 0).sum(axis=0)).ravel() >= self.min_count
@@ -267,14 +322,16 @@ class RelationClassifier(BaseEstimator, ClassifierMixin):
         self.train_priors_ = np.array([np.mean(np.asarray(y) == label) for label in self.classes_])
         return self
 
-    def predict_proba(self, records: Sequence[ReExample]) -> np.ndarray:
+    def predict_proba(self, X: Sequence) -> np.ndarray:
         """Posteriors; with adapt_priors, adjusted to the label proportions that the batch itself
         suggests (see baselines.priors)."""
+        records = self._fitted_records(X)
         probabilities = self.classifier_.predict_proba(self.vectorizer_.transform(self._dicts(records)))
         return adapt_to_priors(probabilities, self.train_priors_) if self.adapt_priors else probabilities
 
-    def predict(self, records: Sequence[ReExample]) -> np.ndarray:
-        return self.classes_[self.predict_proba(records).argmax(axis=1)]
+    def predict(self, X: Sequence) -> np.ndarray:
+        probabilities = self.predict_proba(X)
+        return self.classes_[probabilities.argmax(axis=1)]
 
 
 def relation_classifier(random_state: int = 0, resources: dict | None = None) -> RelationClassifier:

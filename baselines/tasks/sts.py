@@ -19,6 +19,7 @@ from sklearn.preprocessing import normalize
 
 from baselines import scoring
 from baselines.dataio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.estimators import TaskModel, plain_pair, records_from
 from baselines.params import AT_LEAST_ONE, COUNT, POSITIVE, SEED, Interval
 from baselines.taskspec import TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze
@@ -64,6 +65,15 @@ def load_input(path: Path) -> list[StsExample]:
         source=row.get("source")))
 
 
+def as_records(X: Sequence) -> list[StsExample]:
+    """StsExample records, or plain (sentence1, sentence2) pairs."""
+    return records_from(X, StsExample, lambda item, guid, where: StsExample(guid, *plain_pair(item, where)))
+
+
+def headline(records: Sequence[StsExample], y: Sequence[float], predicted: Sequence[float]) -> float:
+    return scoring.score_sts([float(v) for v in y], [float(v) for v in predicted])["pearsonr"]
+
+
 def targets(records: Sequence[StsExample]) -> list[float]:
     return [record.score for record in records]
 
@@ -83,8 +93,16 @@ def score(records: Sequence[StsExample], predictions: Sequence[dict], resources:
     return scoring.score_sts(targets(records), [float(p["score"]) for p in aligned])
 
 
-def training_mean(random_state: int = 0, resources: dict | None = None) -> DummyRegressor:
-    return DummyRegressor(strategy="mean")
+class TrainingMean(TaskModel, DummyRegressor):
+    """The trivial floor: the mean training score for every pair (scikit-learn's DummyRegressor, with plain
+    pairs and Pearson r as its score, which is undefined, NaN, for this constant prediction)."""
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
+
+
+def training_mean(random_state: int = 0, resources: dict | None = None) -> TrainingMean:
+    return TrainingMean(strategy="mean")
 
 
 # TF-IDF views of a sentence whose cosine similarities become features: (name, analyser).
@@ -123,11 +141,38 @@ def _row_cosines(first, second) -> np.ndarray:
     return np.asarray(product.sum(axis=1)).ravel()
 
 
-class SimilarityRegressor(BaseEstimator, RegressorMixin):
+class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
     """Sentence-pair similarity features (TF-IDF cosines at morpheme and character level, LSA cosine,
     content overlaps, soft alignment, length ratios, cue mismatches, the source's domain and how the pair was
     made) -> gradient boosting regression of the 0-5 score, shifted by the amount that maximises binary F1
-    in a cross-validation on the training pairs (`shift_folds`; 0 or 1: no shift)."""
+    in a cross-validation on the training pairs.
+
+    Parameters
+    ----------
+    svd_components : int
+        Dimensions of the LSA space of the character 2-4-gram view.
+    learning_rate, max_iter, max_leaf_nodes, min_samples_leaf
+        Those of the HistGradientBoostingRegressor.
+    shift_folds : int
+        Folds of the cross-validation that picks the F1 shift; 0 or 1: no shift.
+    random_state : int
+
+    Attributes
+    ----------
+    vectorizers_ : dict of TfidfVectorizer
+        One per view of VIEWS.
+    svds_ : dict of TruncatedSVD
+    domains_, methods_ : list of str
+        The sources' domains and pair-making methods seen in training (one-hot features).
+    regressor_ : HistGradientBoostingRegressor
+    shift_ : float
+        Added to every prediction before clipping to 0-5.
+
+    X is a sequence of StsExample records or of plain (sentence1, sentence2) pairs (their source unknown).
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
 
     _parameter_constraints = {
         "svd_components": [AT_LEAST_ONE], "learning_rate": [POSITIVE], "max_iter": [AT_LEAST_ONE],
@@ -169,8 +214,8 @@ class SimilarityRegressor(BaseEstimator, RegressorMixin):
         columns.extend(np.array([float(method == known) for _, method in parts]) for known in self.methods_)
         return np.column_stack(columns)
 
-    def fit(self, records: Sequence[StsExample], y: Sequence[float]) -> "SimilarityRegressor":
-        features, gold = self._features(records, fit=True), np.asarray(y, dtype=float)
+    def fit(self, X: Sequence, y: Sequence[float]) -> "SimilarityRegressor":
+        features, gold = self._features(self._records(X), fit=True), np.asarray(y, dtype=float)
         self.regressor_ = self._regressor().fit(features, gold)
         self.shift_ = 0.0
         if self.shift_folds >= 2:
@@ -183,7 +228,8 @@ class SimilarityRegressor(BaseEstimator, RegressorMixin):
             learning_rate=self.learning_rate, max_iter=self.max_iter, max_leaf_nodes=self.max_leaf_nodes,
             min_samples_leaf=self.min_samples_leaf, random_state=self.random_state)
 
-    def predict(self, records: Sequence[StsExample]) -> np.ndarray:
+    def predict(self, X: Sequence) -> np.ndarray:
+        records = self._fitted_records(X)
         return np.clip(self.regressor_.predict(self._features(records, fit=False)) + self.shift_, 0.0, 5.0)
 
 

@@ -17,6 +17,7 @@ from sklearn.model_selection import GroupKFold
 
 from baselines import scoring
 from baselines.dataio import DataError, guid_of, read_json, require, require_list
+from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
 from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 from features.analysis import analyze
@@ -57,20 +58,34 @@ def _state(turn: dict, path: Path, where: str) -> list[str] | None:
 def load(path: Path) -> list[WosDialogue]:
     """An official WoS JSON file: dialogues of alternating user/sys turns, a state on every user turn
     (states optional for unlabelled input)."""
-    records = []
-    for index, row in enumerate(require_list(read_json(path), path)):
-        where = guid_of(row, index)
-        guid = require(row, "guid", str, path, where)
-        turns = []
-        for turn_index, turn in enumerate(require(row, "dialogue", list, path, where)):
-            turn_where = f"{where}, turn {turn_index}"
-            role = require(turn, "role", str, path, turn_where)
-            if role not in ROLES:
-                raise DataError(path, turn_where, f"role {role!r} should be 'user' or 'sys'")
-            turns.append(WosTurn(role, require(turn, "text", str, path, turn_where),
-                                 _state(turn, path, turn_where) if role == "user" else None))
-        records.append(WosDialogue(guid, turns, list(row.get("domains") or [])))
-    return records
+    return [_dialogue(row, require(row, "guid", str, path, guid_of(row, index)), path, guid_of(row, index))
+            for index, row in enumerate(require_list(read_json(path), path))]
+
+
+def _dialogue(row: dict, guid: str, path: Path, where: str) -> WosDialogue:
+    """One dialogue of the official layout: 'dialogue' turns with 'role', 'text' and, on user turns, 'state'."""
+    turns = []
+    for turn_index, turn in enumerate(require(row, "dialogue", list, path, where)):
+        turn_where = f"{where}, turn {turn_index}"
+        role = require(turn, "role", str, path, turn_where)
+        if role not in ROLES:
+            raise DataError(path, turn_where, f"role {role!r} should be 'user' or 'sys'")
+        turns.append(WosTurn(role, require(turn, "text", str, path, turn_where),
+                             _state(turn, path, turn_where) if role == "user" else None))
+    return WosDialogue(guid, turns, list(row.get("domains") or []))
+
+
+def as_records(X: Sequence) -> list[WosDialogue]:
+    """WosDialogue records, or plain dicts shaped like a dialogue of the official file (states optional)."""
+    return records_from(X, WosDialogue, lambda item, guid, where: _dialogue(
+        plain_row(item, where), str(item.get("guid", guid)), PLAIN_INPUT, where))
+
+
+def headline(records: Sequence[WosDialogue], y: Sequence, predicted: Sequence) -> float:
+    """Joint goal accuracy over all user turns."""
+    gold = [list(state) for dialogue in y for state in dialogue]
+    return scoring.score_wos(gold, [list(state) for dialogue in predicted for state in dialogue]
+                             )["joint_goal_accuracy"]
 
 
 def load_resources(files: dict[str, Path]) -> dict:
@@ -110,15 +125,24 @@ def score(records: Sequence[WosDialogue], predictions: Sequence[dict], resources
     return scoring.score_wos(gold, pred)
 
 
-class EmptyStateTracker(BaseEstimator):
-    """The trivial floor: no slot is ever set."""
+class EmptyStateTracker(TaskModel, BaseEstimator):
+    """The trivial floor: no slot is ever set.
 
-    def fit(self, records, y=None) -> "EmptyStateTracker":
-        self.n_dialogues_ = len(records)
+    Attributes
+    ----------
+    n_dialogues_ : int
+        Training dialogues seen (nothing is learnt from them).
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
+
+    def fit(self, X: Sequence, y: Sequence) -> "EmptyStateTracker":
+        self.n_dialogues_ = len(self._records(X))
         return self
 
-    def predict(self, records) -> list[list[list[str]]]:
-        return [[[] for _ in record.user_turns] for record in records]
+    def predict(self, X: Sequence) -> list[list[list[str]]]:
+        return [[[] for _ in record.user_turns] for record in self._fitted_records(X)]
 
 
 def empty_state(random_state: int = 0, resources: dict | None = None) -> EmptyStateTracker:
@@ -276,7 +300,7 @@ def gate_label(value: str | None) -> str:
     return value if value in (DONTCARE, "yes", "no") else VALUE
 
 
-class DialogueStateTracker(BaseEstimator):
+class DialogueStateTracker(TaskModel, BaseEstimator):
     """Per user turn, a gate per slot (logistic regression on morpheme n-grams of the turn, the system
     turn before it, and which slots the rules found values for) says whether the slot is set and to
     dontcare/yes/no/a value; a value comes from the rules (the turn, then the system turn, then references
@@ -285,7 +309,41 @@ class DialogueStateTracker(BaseEstimator):
     A gate answers 'none' only when that has at least ``none_threshold`` probability: the gates see far
     more 'none' than anything else, so a plain argmax misses most updates. With ``none_threshold=None``
     it is chosen among THRESHOLDS by joint goal accuracy in a cross-validation over the training
-    dialogues."""
+    dialogues.
+
+    Parameters
+    ----------
+    ontology : dict or None
+        'domain-slot' -> values (the official ontology.json); values seen in the training states are added.
+    C : float
+        Inverse L2 strength of the gates.
+    none_threshold : float in (0, 1) or None
+        See above; None chooses it by cross-validation.
+    selection_folds : int
+        Folds over the training dialogues for choosing none_threshold.
+    min_df : int
+        A turn n-gram must occur in this many training turns.
+    n_jobs : int
+        Processes that fit the slot gates.
+    random_state : int
+
+    Attributes
+    ----------
+    finder_ : ValueFinder
+        The rules that find values in a text.
+    slots_ : list of str
+    threshold_ : float
+        The none_threshold in use.
+    vectorizer_ : TfidfVectorizer
+    gates_ : dict
+        slot -> its fitted gate (or the one label it always had in training).
+
+    X is a sequence of WosDialogue records or of dicts shaped like a dialogue of the official file; y holds
+    the cumulative state after each user turn.
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
 
     _parameter_constraints = {
         "ontology": [dict, None], "C": [POSITIVE], "none_threshold": [Interval(Real, 0, 1, closed="neither"), None],
@@ -340,7 +398,8 @@ class DialogueStateTracker(BaseEstimator):
         gates.update(zip(trained, fitted))
         return vectorizer, gates
 
-    def fit(self, records: Sequence[WosDialogue], y: Sequence[Sequence[Sequence[str]]]) -> "DialogueStateTracker":
+    def fit(self, X: Sequence, y: Sequence[Sequence[Sequence[str]]]) -> "DialogueStateTracker":
+        records = self._records(X)
         # The official ontology misses values that the dialogues use (hotel names of dev, for one): add
         # every value seen in the training states.
         ontology = self._ontology_from(y, self.ontology or {})
@@ -431,7 +490,8 @@ class DialogueStateTracker(BaseEstimator):
             states.append(sorted(f"{slot}-{value}" for slot, value in state.items()))
         return states
 
-    def predict(self, records: Sequence[WosDialogue]) -> list[list[list[str]]]:
+    def predict(self, X: Sequence) -> list[list[list[str]]]:
+        records = self._fitted_records(X)
         turns = self._documents(records)
         predictions: list[list[list[str]]] = [[] for _ in records]
         if not turns:

@@ -14,6 +14,7 @@ from sklearn.pipeline import FeatureUnion
 
 from baselines import scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.estimators import TaskModel, plain_text, records_from
 from baselines.params import AT_LEAST_ONE, COUNT, NGRAM_RANGE, POSITIVE, SEED, StrOptions
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, jsonl_records,
                                 label_predictions)
@@ -53,6 +54,15 @@ def load_input(path: Path) -> list[YnatExample]:
     return jsonl_records(path, lambda row, guid, where: YnatExample(guid, require(row, "title", str, path, where)))
 
 
+def as_records(X: Sequence) -> list[YnatExample]:
+    """YnatExample records, or plain titles (str)."""
+    return records_from(X, YnatExample, lambda item, guid, where: YnatExample(guid, plain_text(item, where)))
+
+
+def headline(records: Sequence[YnatExample], y: Sequence[str], predicted: Sequence[str]) -> float:
+    return scoring.score_ynat([str(label) for label in y], [str(label) for label in predicted])["macro_f1"]
+
+
 def targets(records: Sequence[YnatExample]) -> list[str]:
     return [record.label for record in records]
 
@@ -62,13 +72,51 @@ def score(records: Sequence[YnatExample], predictions: Sequence[dict], resources
     return scoring.score_ynat(targets(records), predicted)
 
 
-def most_frequent_label(random_state: int = 0, resources: dict | None = None) -> DummyClassifier:
-    return DummyClassifier(strategy="prior", random_state=random_state)
+class MostFrequentTopic(TaskModel, DummyClassifier):
+    """The trivial floor: the most frequent topic of the training titles (scikit-learn's DummyClassifier,
+    with plain titles and macro F1 as its score)."""
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
 
 
-class TopicClassifier(BaseEstimator, ClassifierMixin):
+def most_frequent_label(random_state: int = 0, resources: dict | None = None) -> MostFrequentTopic:
+    return MostFrequentTopic(strategy="prior", random_state=random_state)
+
+
+class TopicClassifier(TaskModel, ClassifierMixin, BaseEstimator):
     """TF-IDF over Kiwi morpheme n-grams, character n-grams and the morphemes' nearest neighbours in Kiwi's
-    language model (`neighbours` per morpheme; 0 leaves them out) -> logistic regression."""
+    language model -> logistic regression.
+
+    Parameters
+    ----------
+    C : float
+        Inverse L2 strength of the logistic regression.
+    morpheme_ngrams, char_ngrams : (int, int)
+        n-gram ranges of the morpheme ('form/TAG') and character TF-IDF views; char_ngrams=None leaves the
+        character view out.
+    neighbours : int
+        Nearest morphemes in Kiwi's CoNg language model added per content morpheme; 0 leaves them out.
+    min_df : int
+        A feature must occur in this many training titles.
+    class_weight : 'balanced' or None
+    max_iter : int
+        Iterations of the logistic regression's solver.
+    random_state : int
+
+    Attributes
+    ----------
+    vectorizer_ : FeatureUnion
+        The fitted TF-IDF views.
+    classifier_ : LogisticRegression
+    classes_ : ndarray of str
+        The topics, in the order of predict_proba's columns.
+
+    X is a sequence of YnatExample records or of plain titles (str).
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
 
     _parameter_constraints = {
         "C": [POSITIVE], "morpheme_ngrams": [NGRAM_RANGE], "char_ngrams": [NGRAM_RANGE], "neighbours": [COUNT],
@@ -105,20 +153,22 @@ class TopicClassifier(BaseEstimator, ClassifierMixin):
             prefetch_neighbours(analyses, self.neighbours)
         return analyses
 
-    def fit(self, records: Sequence[YnatExample], y: Sequence[str]) -> "TopicClassifier":
+    def fit(self, X: Sequence, y: Sequence[str]) -> "TopicClassifier":
         self.vectorizer_ = self._features()
-        features = self.vectorizer_.fit_transform(self._analyses(records))
+        features = self.vectorizer_.fit_transform(self._analyses(self._records(X)))
         self.classifier_ = LogisticRegression(C=self.C, max_iter=self.max_iter, class_weight=self.class_weight,
                                               random_state=self.random_state)
         self.classifier_.fit(features, np.asarray(y))
         self.classes_ = self.classifier_.classes_
         return self
 
-    def predict_proba(self, records: Sequence[YnatExample]) -> np.ndarray:
+    def predict_proba(self, X: Sequence) -> np.ndarray:
+        records = self._fitted_records(X)
         return self.classifier_.predict_proba(self.vectorizer_.transform(self._analyses(records)))
 
-    def predict(self, records: Sequence[YnatExample]) -> np.ndarray:
-        return self.classes_[self.predict_proba(records).argmax(axis=1)]
+    def predict(self, X: Sequence) -> np.ndarray:
+        probabilities = self.predict_proba(X)
+        return self.classes_[probabilities.argmax(axis=1)]
 
 
 def topic_classifier(random_state: int = 0, resources: dict | None = None) -> TopicClassifier:

@@ -1,0 +1,77 @@
+"""What every task model shares as a scikit-learn estimator: plain inputs, the fitted check, the headline score."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from sklearn.utils.validation import check_is_fitted
+
+from baselines.dataio import DataError
+
+# Plain inputs have no file: errors in them name this instead, with the item's position.
+PLAIN_INPUT = Path("<plain input>")
+
+
+def records_from(X: Sequence, record_type: type, build: Callable[[Any, str, str], Any]) -> list:
+    """X as a task's records. An item that is a record stays as it is; any other is a plain input (a str,
+    a tuple, a dict shaped like a raw JSONL row) that build(item, guid, where) makes into one, with the guid
+    'input-N'. A wrong plain input is a ValueError that names its position."""
+    records = []
+    for index, item in enumerate(X):
+        if isinstance(item, record_type):
+            records.append(item)
+            continue
+        try:
+            records.append(build(item, f"input-{index}", f"item {index}"))
+        except DataError as error:
+            raise ValueError(f"{error.where}: {error.problem} (or a {record_type.__name__})") from None
+    return records
+
+
+class TaskModel:
+    """Mixin for the task models, left of ClassifierMixin/RegressorMixin and BaseEstimator.
+
+    A model sets `_to_records` (X -> the task's records, accepting plain inputs) and `_headline` ((records,
+    y, predictions) -> the task's first headline metric, x100). Then `score(X, y)` returns that metric on
+    the 0-1 scale, higher is better, which GridSearchCV and cross_val_score use with scoring=None.
+    """
+
+    _to_records: Callable[[Sequence], list]
+    _headline: Callable[[Sequence, Sequence, Sequence], float]
+
+    def _records(self, X: Sequence) -> list:
+        return type(self)._to_records(X)
+
+    def _fitted_records(self, X: Sequence) -> list:
+        """X as records, after checking that the model was fitted (NotFittedError otherwise)."""
+        check_is_fitted(self)
+        return self._records(X)
+
+    def score(self, X: Sequence, y: Sequence, sample_weight: Any = None) -> float:
+        """The task's first headline metric of predict(X) against y, on the 0-1 scale (NaN where the official
+        metric is undefined, as Pearson r of a constant prediction)."""
+        if sample_weight is not None:
+            raise ValueError("the official KLUE metrics take no sample weights")
+        records = self._records(X)
+        return type(self)._headline(records, list(y), list(self.predict(records))) / 100
+
+
+def plain_text(item: Any, where: str) -> str:
+    """A plain input that must be one text."""
+    if not isinstance(item, str):
+        raise DataError(PLAIN_INPUT, where, f"expected a str, not {type(item).__name__}")
+    return item
+
+
+def plain_pair(item: Any, where: str) -> tuple[str, str]:
+    """A plain input that must be a pair of texts, such as (premise, hypothesis)."""
+    if not (isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(part, str) for part in item)):
+        raise DataError(PLAIN_INPUT, where, f"expected a (str, str) pair, not {item!r:.80}")
+    return item[0], item[1]
+
+
+def plain_row(item: Any, where: str) -> dict:
+    """A plain input that must be a dict shaped like a raw JSONL row of the task."""
+    if not isinstance(item, dict):
+        raise DataError(PLAIN_INPUT, where, f"expected a dict shaped like a JSONL input row, not {type(item).__name__}")
+    return item

@@ -1,0 +1,140 @@
+"""Every model of the 8 tasks is a scikit-learn citizen: clone, parameters, pickling, estimator type, plain
+inputs, NotFittedError, score, cross_val_score and GridSearchCV, on the shipped sample."""
+from __future__ import annotations
+
+import json
+import math
+import pickle
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, cross_val_score
+
+from baselines.datafiles import sample_dir
+from baselines.registry import all_tasks, get_task
+
+MODELS = [(task.code, name) for task in all_tasks() for name in task.models]
+CLASSIFIERS = {("ynat", "tfidf-lr"), ("ynat", "trivial"), ("nli", "tfidf-lr"), ("nli", "trivial"),
+               ("re", "features-lr"), ("re", "trivial")}
+REGRESSORS = {("sts", "features-gbr"), ("sts", "trivial")}
+# Settings that keep the fits on the sample quick; the behaviour under test does not depend on them.
+QUICK = {("ner", "crf"): {"max_iterations": 20, "neighbours": 0}, ("dp", "mst"): {"epochs": 2},
+         ("dp", "mst-kiwi"): {"epochs": 2}, ("mrc", "span-ranker"): {"neighbours": 0, "max_iter": 50},
+         ("sts", "features-gbr"): {"max_iter": 50, "svd_components": 20}, ("wos", "rules-lr"): {"none_threshold": 0.7}}
+
+
+def sample(code: str, split: str):
+    spec = get_task(code)
+    path = sample_dir() / spec.folder / (spec.train_file if split == "train" else spec.dev_file)
+    return spec, path
+
+
+def build(code: str, name: str):
+    spec, _path = sample(code, "train")
+    extras = {extra: sample_dir() / spec.folder / extra for extra in spec.extra_files}
+    model = spec.models[name](random_state=0, resources=spec.load_resources(extras))
+    return model.set_params(**QUICK.get((code, name), {}))
+
+
+def plain_inputs(code: str, records: list, path) -> list:
+    """The records as a notebook user would hand them over: str, tuples, or raw dicts."""
+    if code == "ynat":
+        return [r.title for r in records]
+    if code == "nli":
+        return [(r.premise, r.hypothesis) for r in records]
+    if code == "sts":
+        return [(r.sentence1, r.sentence2) for r in records]
+    if code in ("ner", "dp"):
+        return [r.text for r in records]
+    if code == "mrc":
+        return [{"context": r.context, "question": r.question} for r in records]
+    rows = json.loads(path.read_text(encoding="utf-8"))  # RE and WoS: the raw rows of the official file
+    return [{key: value for key, value in row.items() if key not in ("label", "guid")} for row in rows]
+
+
+def as_plain_records(code: str, records: list) -> list:
+    """The records with only what their plain inputs carry: a DP sentence without the data's POS, an STS pair
+    without its source."""
+    if code == "dp":
+        return [replace(r, words=[replace(w, lemma=None, pos=None, head=None, deprel=None) for w in r.words])
+                for r in records]
+    if code == "sts":
+        return [replace(r, source=None) for r in records]
+    return records
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    """Each model fitted once on its task's sample training file."""
+    models = {}
+    for code, name in MODELS:
+        spec, path = sample(code, "train")
+        records = spec.load(path)
+        models[code, name] = build(code, name).fit(records, spec.targets(records))
+    return models
+
+
+@pytest.mark.parametrize("code, name", MODELS)
+def test_clone_parameters_and_estimator_type(code, name):
+    model = build(code, name)
+    params = model.get_params()
+    copy = clone(model)
+    assert copy is not model and copy.get_params().keys() == params.keys()
+    assert clone(model).set_params(**params).get_params() == params
+    assert is_classifier(model) == ((code, name) in CLASSIFIERS)
+    assert is_regressor(model) == ((code, name) in REGRESSORS)
+
+
+@pytest.mark.parametrize("code, name", MODELS)
+def test_predict_before_fit_raises_not_fitted(code, name):
+    spec, path = sample(code, "dev")
+    with pytest.raises(NotFittedError):
+        build(code, name).predict(spec.load(path)[:2])
+
+
+@pytest.mark.parametrize("code, name", MODELS)
+def test_plain_inputs_predict_as_records_and_pickling_keeps_predictions(fitted, code, name):
+    spec, path = sample(code, "dev")
+    records = spec.load(path)
+    model = fitted[code, name]
+    on_plain = model.predict(plain_inputs(code, records, path))
+    on_records = model.predict(as_plain_records(code, records))
+    assert repr(list(on_plain)) == repr(list(on_records))
+    restored = pickle.loads(pickle.dumps(model))
+    assert repr(list(restored.predict(records))) == repr(list(model.predict(records)))
+
+
+@pytest.mark.parametrize("code, name", MODELS)
+def test_score_is_the_first_headline_metric_on_the_unit_scale(fitted, code, name):
+    spec, path = sample(code, "dev")
+    records = spec.load(path)
+    model = fitted[code, name]
+    value = model.score(records, spec.targets(records))
+    official = spec.score(records, spec.predict(model, records), spec.load_resources(
+        {extra: sample_dir() / spec.folder / extra for extra in spec.extra_files}))[spec.headline[0]]
+    if code == "re":  # micro F1 over the relations seen, which is the official one: no_relation is left out
+        assert value == pytest.approx(official / 100)
+    elif math.isnan(official):
+        assert math.isnan(value)
+    else:
+        assert value == pytest.approx(official / 100)
+
+
+GRIDS = {"ynat": {"C": [0.5, 2.0]}, "nli": {"C": [0.5, 2.0]}, "sts": {"learning_rate": [0.05, 0.1]},
+         "ner": {"c2": [0.05, 0.2]}}
+
+
+@pytest.mark.parametrize("code", sorted(GRIDS))
+def test_cross_val_score_and_grid_search(code):
+    spec, path = sample(code, "train")
+    records = spec.load(path)
+    y = spec.targets(records)
+    name = spec.default_model
+    scores = cross_val_score(build(code, name), records, y, cv=2)
+    assert scores.shape == (2,) and np.all((scores >= -1) & (scores <= 1))
+    search = GridSearchCV(build(code, name), GRIDS[code], cv=2).fit(records, y)
+    assert search.best_params_ in [dict(zip(GRIDS[code], [v])) for v in next(iter(GRIDS[code].values()))]
+    assert len(search.cv_results_["mean_test_score"]) == 2
