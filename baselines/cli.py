@@ -13,9 +13,8 @@ import click
 from sklearn.base import clone
 
 from baselines import bench as bench_module
-from baselines import datafiles, driver, reproduce, results, tuning
-from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
-                             read_text, write_json_atomic, write_jsonl_atomic)
+from baselines import api, datafiles, driver, reproduce, results, tuning
+from baselines.dataio import DataError, check_output_file, check_output_folder, write_json_atomic, write_jsonl_atomic
 from baselines.persistence import ModelFileError, load_model, save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task
 from baselines.taskspec import PredictionError, TaskSpec
@@ -223,14 +222,14 @@ def _model_for(spec: TaskSpec, out: Console, model_path: Path | None, data: driv
 
 
 def _model_from_pos(spec: TaskSpec, model_name: str | None, pos: str | None) -> str | None:
-    """--pos kiwi: the DP parser that reads Kiwi's lemmas and POS instead of the annotated ones."""
+    """--pos: the model of a task that parses with the data's POS ('gold') or with Kiwi's ('kiwi')."""
     if pos is None:
         return model_name
-    if spec.code != "dp":
-        raise driver.UsageError("--pos applies to dp only")
+    if not spec.model_for_pos:
+        raise driver.UsageError(f"--pos applies to: {', '.join(t.code for t in all_tasks() if t.model_for_pos)}")
     if model_name is not None:
         raise driver.UsageError("give --pos or --model, not both")
-    return "mst-kiwi" if pos == "kiwi" else "mst"
+    return spec.model_for_pos[pos]
 
 
 def _print_metrics(metrics: dict[str, float], headline: tuple[str, ...]) -> None:
@@ -506,26 +505,6 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
                              + [results.format_score(point['headline'][k], len(k)) for k in headline]))
 
 
-def _read_predictions(spec: TaskSpec, path: Path) -> list[dict]:
-    """JSONL keyed by guid, or a task's whole-file alternative (MRC's {question_id: answer} object)."""
-    try:
-        whole = json.loads(read_text(path))
-    except json.JSONDecodeError:
-        whole = None  # not one JSON document: JSON Lines, or a task's own format
-    except RecursionError:
-        raise DataError(path, None, "JSON nested too deeply to read") from None
-    if isinstance(whole, dict) and "guid" not in whole:
-        converted = spec.predictions_from_json(whole)
-        if converted is not None:
-            return converted
-    if not looks_like_jsonl(path):
-        if spec.predictions_from_path is not None:
-            return spec.predictions_from_path(path)
-        raise DataError(path, None, "expected JSONL with one prediction per line"
-                        + (" or a {question_id: answer} object" if spec.code == "mrc" else ""))
-    return [row for _number, row in read_jsonl(path)]
-
-
 @main.command()
 @task_argument
 @click.option("--gold", "gold_path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
@@ -539,16 +518,9 @@ def _read_predictions(spec: TaskSpec, path: Path) -> list[dict]:
 def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_json: bool) -> None:
     """Score anyone's predictions against an official file with the official metrics."""
     spec, out = get_task(task), console(ctx)
-    gold = spec.load(gold_path)
-    driver.check_gold(spec, gold, gold_path)
-    resources = spec.load_resources(driver.resolve_data(spec, data_dir, dev=gold_path).extras)
-    predictions = _read_predictions(spec, predictions_path)
-    try:
-        metrics = spec.score(gold, predictions, resources)
-    except PredictionError as error:
-        raise PredictionError(f"{predictions_path}: {error}") from None
-    if task == "re" and "auprc" not in metrics:
-        out.log("re: AUPRC needs 'probs' (label -> probability) in every prediction; micro F1 only")
+    metrics = api.score(task, gold_path, predictions_path, data_dir=data_dir)
+    for note in spec.score_notes(metrics):
+        out.log(note)
     if as_json:
         click.echo(json.dumps({"task": task, "metrics": results.jsonable_scores(metrics, 6)}, ensure_ascii=False,
                               indent=2))

@@ -23,6 +23,11 @@ class TaskSpec:
       ``predict`` output and of ``score --predictions``.
     - ``score(records, predictions, resources)`` returns the official metrics (x100) and breakdowns.
     - ``texts(records)`` lists every Korean text of the records (what morpheme analysis will see).
+    - ``as_records(X)`` turns plain inputs (str, pairs, raw-row dicts) into records, and
+      ``plain_inputs(records)`` does the reverse; the models accept either.
+    - ``model_for_pos`` maps a --pos choice to a model name (DP: 'gold' -> mst, 'kiwi' -> mst-kiwi).
+    - ``prediction_formats`` names the prediction file formats ``score`` reads, for error messages.
+    - ``score_notes(metrics)`` says what a user should know about a score (RE without probabilities).
     """
 
     code: str
@@ -39,6 +44,8 @@ class TaskSpec:
     headline: tuple[str, ...]
     prediction_example: str
     texts: Callable[[Sequence], list[str]]
+    as_records: Callable[[Sequence], list] = field(default=list)  # records or plain inputs -> records
+    plain_inputs: Callable[[Sequence], list] = field(default=list)  # records -> what a notebook user hands over
     load_input: Callable[[Path], list] | None = None
     extra_files: tuple[str, ...] = ()
     load_resources: Callable[[dict[str, Path]], dict] = field(default=lambda files: {})
@@ -47,6 +54,9 @@ class TaskSpec:
     predictions_from_path: Callable[[Path], list[dict]] | None = None  # a task's own prediction file format
     write_tsv: Callable[[Path, Sequence, Sequence[dict]], None] | None = None  # the official TSV, where one exists
     record_id: Callable[[Any], str] = field(default=lambda record: record.guid)
+    model_for_pos: dict[str, str] = field(default_factory=dict)
+    prediction_formats: str = "JSONL with one prediction per line"
+    score_notes: Callable[[dict], list[str]] = field(default=lambda metrics: [])
 
     def official_files(self) -> tuple[str, ...]:
         names = (self.train_file,) if self.train_file else ()

@@ -27,3 +27,13 @@ def test_every_cli_command_is_documented():
 
     for name in main.commands:
         assert f"`{name}" in README, name
+
+
+def test_the_python_api_example_runs_on_the_sample(capsys):
+    block = README.split("## Python API", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(block, "README.md (Python API)", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 4
+    assert 0 <= float(printed[1]) <= 1 and 0 <= float(printed[2]) <= 100
+    # score(X, y) and the official scorer agree: the same macro F1 on two scales.
+    assert abs(float(printed[1]) * 100 - float(printed[2])) < 1e-9

@@ -2,7 +2,6 @@
 wrong score, code run from a model file, a damaged file or a hang. One test (or more) per kind of input."""
 from __future__ import annotations
 
-import functools
 import json
 import os
 import pickle
@@ -12,7 +11,6 @@ import stat
 import subprocess
 import sys
 import threading
-import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 

@@ -155,6 +155,11 @@ def with_trees(records: Sequence[DpSentence], y: Sequence[tuple[Sequence[int], S
     return trees
 
 
+def plain_inputs(records: Sequence[DpSentence]) -> list[str]:
+    """The sentences (their eojeols are the whitespace-separated words; the data's POS is not carried)."""
+    return [" ".join(word.form for word in record.words) for record in records]
+
+
 def headline(records: Sequence[DpSentence], y: Sequence, predicted: Sequence) -> float:
     return scoring.score_dp([list(h) for h, _ in y], [list(d) for _, d in y],
                             [list(h) for h, _ in predicted], [list(d) for _, d in predicted])["uas_micro_f1"]
@@ -472,10 +477,11 @@ TASK = TaskSpec(
     code="dp", title="DP dependency parsing", folder="klue-dp-v1.1",
     train_file="klue-dp-v1.1_train.tsv", dev_file="klue-dp-v1.1_dev.tsv",
     texts=lambda records: [r.text for r in records],
-    load=load, load_input=load_input, targets=targets,
+    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"mst": mst_parser, "mst-kiwi": mst_parser_kiwi_pos, "trivial": attach_to_next}, default_model="mst",
     predict=predict, score=score, headline=("uas_micro_f1", "las_micro_f1", "uas_macro_f1", "las_macro_f1"),
-    predictions_from_path=predictions_from_tsv, write_tsv=write_tsv,
+    predictions_from_path=predictions_from_tsv, write_tsv=write_tsv, model_for_pos={"gold": "mst", "kiwi": "mst-kiwi"},
+    prediction_formats="JSONL with one prediction per line, or the official TSV",
     prediction_example='{"guid": "klue-dp-v1_dev_00000_wikitree", "heads": [2, 6, 4, 6, 6, 0], '
                        '"deprels": ["NP", "NP_SBJ", "NP_MOD", "NP_AJT", "NP_OBJ", "VP"]}',
 )

@@ -195,6 +195,11 @@ def as_records(X: Sequence) -> list[MrcQuestion]:
     return records_from(X, MrcQuestion, build)
 
 
+def plain_inputs(records: Sequence[MrcQuestion]) -> list[dict]:
+    """Dicts with 'context' and 'question'."""
+    return [{"context": record.context, "question": record.question} for record in records]
+
+
 def headline(records: Sequence[MrcQuestion], y: Sequence[Sequence[str]], predicted: Sequence[tuple[str, int]]
              ) -> float:
     """Exact match, each question keyed by its position (plain inputs share no guids)."""
@@ -899,9 +904,10 @@ TASK = TaskSpec(
     code="mrc", title="MRC machine reading comprehension", folder="klue-mrc-v1.1",
     train_file="klue-mrc-v1.1_train.json", dev_file="klue-mrc-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.context, r.question)],
-    load=load, load_input=load_input, targets=targets,
+    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"span-ranker": span_ranker, "trivial": empty_answer}, default_model="span-ranker",
     predict=predict, score=score, headline=("exact_match", "rouge_w"),
     group=lambda record: record.context, predictions_from_json=predictions_from_json,
+    prediction_formats="JSONL with one prediction per line, or a {question_id: answer} object",
     prediction_example='{"guid": "klue-mrc-v1_dev_01891", "answer": "뉴 740Li 25주년 에디션"}',
 )

@@ -102,6 +102,11 @@ def as_records(X: Sequence) -> list[NerSentence]:
     return records_from(X, NerSentence, lambda item, guid, where: NerSentence(guid, plain_text(item, where)))
 
 
+def plain_inputs(records: Sequence[NerSentence]) -> list[str]:
+    """The sentences."""
+    return [record.text for record in records]
+
+
 def headline(records: Sequence[NerSentence], y: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
     gold = [_scored_tags(record, tags) for record, tags in zip(records, y)]
     return scoring.score_ner(gold, [_scored_tags(r, tags) for r, tags in zip(records, predicted)])["entity_macro_f1"]
@@ -391,7 +396,7 @@ TASK = TaskSpec(
     code="ner", title="NER named entity recognition", folder="klue-ner-v1.1",
     train_file="klue-ner-v1.1_train.tsv", dev_file="klue-ner-v1.1_dev.tsv",
     texts=lambda records: [r.text for r in records],
-    load=load, load_input=load_input, targets=targets,
+    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"crf": character_crf, "trivial": all_outside}, default_model="crf",
     predict=predict, score=score, headline=("entity_macro_f1", "char_macro_f1"),
     prediction_example='{"guid": "klue-ner-v1_dev_00001-wikitree", "tags": ["B-PS", "O", "O", ...]}',

@@ -63,6 +63,11 @@ def as_records(X: Sequence) -> list[NliExample]:
     return records_from(X, NliExample, lambda item, guid, where: NliExample(guid, *plain_pair(item, where)))
 
 
+def plain_inputs(records: Sequence[NliExample]) -> list[tuple[str, str]]:
+    """(premise, hypothesis) pairs."""
+    return [(record.premise, record.hypothesis) for record in records]
+
+
 def headline(records: Sequence[NliExample], y: Sequence[str], predicted: Sequence[str]) -> float:
     return scoring.score_nli([str(label) for label in y], [str(label) for label in predicted])["accuracy"]
 
@@ -180,7 +185,7 @@ TASK = TaskSpec(
     code="nli", title="NLI natural language inference", folder="klue-nli-v1.1",
     train_file="klue-nli-v1.1_train.json", dev_file="klue-nli-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.premise, r.hypothesis)],
-    load=load, load_input=load_input, targets=targets,
+    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": inference_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
     predict=label_predictions, score=score, headline=("accuracy",),
     prediction_example='{"guid": "klue-nli-v1_dev_00000", "label": "contradiction"}',

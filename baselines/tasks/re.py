@@ -96,6 +96,15 @@ def as_records(X: Sequence) -> list[ReExample]:
         plain_row(item, where), str(item.get("guid", guid)), PLAIN_INPUT, where))
 
 
+def plain_inputs(records: Sequence[ReExample]) -> list[dict]:
+    """Dicts shaped like a raw JSONL row: 'sentence', 'subject_entity' and 'object_entity'."""
+    def entity(value: Entity) -> dict:
+        return {"word": value.word, "start_idx": value.start, "end_idx": value.end, "type": value.type}
+
+    return [{"sentence": r.sentence, "subject_entity": entity(r.subject), "object_entity": entity(r.object)}
+            for r in records]
+
+
 def headline(records: Sequence[ReExample], y: Sequence[str], predicted: Sequence[str]) -> float:
     """Micro F1 without no_relation, over the relations seen in y or predicted."""
     gold, pred = [str(label) for label in y], [str(label) for label in predicted]
@@ -144,6 +153,12 @@ class RelationPrior(TaskModel, DummyClassifier):
 
     _to_records = staticmethod(as_records)
     _headline = staticmethod(headline)
+
+
+def score_notes(metrics: dict) -> list[str]:
+    if "auprc" in metrics:
+        return []
+    return ["re: AUPRC needs 'probs' (label -> probability) in every prediction; micro F1 only"]
 
 
 def prior_distribution(random_state: int = 0, resources: dict | None = None) -> RelationPrior:
@@ -342,9 +357,10 @@ TASK = TaskSpec(
     code="re", title="RE relation extraction", folder="klue-re-v1.1",
     train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,),
     texts=lambda records: [r.sentence for r in records],
-    load=load, load_input=load_input, load_resources=load_resources, targets=targets,
+    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs,
+    load_resources=load_resources, targets=targets,
     models={"features-lr": relation_classifier, "trivial": prior_distribution}, default_model="features-lr",
-    predict=label_predictions, score=score, headline=("micro_f1", "auprc"),
+    predict=label_predictions, score=score, headline=("micro_f1", "auprc"), score_notes=score_notes,
     prediction_example='{"guid": "klue-re-v1_dev_00000", "label": "no_relation", '
                        '"probs": {"no_relation": 0.91, "per:title": 0.02, ...}}',
 )

@@ -70,6 +70,11 @@ def as_records(X: Sequence) -> list[StsExample]:
     return records_from(X, StsExample, lambda item, guid, where: StsExample(guid, *plain_pair(item, where)))
 
 
+def plain_inputs(records: Sequence[StsExample]) -> list[tuple[str, str]]:
+    """(sentence1, sentence2) pairs (without the source, which plain pairs do not carry)."""
+    return [(record.sentence1, record.sentence2) for record in records]
+
+
 def headline(records: Sequence[StsExample], y: Sequence[float], predicted: Sequence[float]) -> float:
     return scoring.score_sts([float(v) for v in y], [float(v) for v in predicted])["pearsonr"]
 
@@ -256,7 +261,7 @@ TASK = TaskSpec(
     code="sts", title="STS semantic textual similarity", folder="klue-sts-v1.1",
     train_file="klue-sts-v1.1_train.json", dev_file="klue-sts-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.sentence1, r.sentence2)],
-    load=load, load_input=load_input, targets=targets,
+    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"features-gbr": similarity_regressor, "trivial": training_mean}, default_model="features-gbr",
     predict=predict, score=score, headline=("pearsonr", "f1"),
     prediction_example='{"guid": "klue-sts-v1_dev_00000", "score": 4.2}',

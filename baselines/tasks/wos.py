@@ -81,6 +81,11 @@ def as_records(X: Sequence) -> list[WosDialogue]:
         plain_row(item, where), str(item.get("guid", guid)), PLAIN_INPUT, where))
 
 
+def plain_inputs(records: Sequence[WosDialogue]) -> list[dict]:
+    """Dicts shaped like a dialogue of the official file, without the states."""
+    return [{"dialogue": [{"role": turn.role, "text": turn.text} for turn in record.turns]} for record in records]
+
+
 def headline(records: Sequence[WosDialogue], y: Sequence, predicted: Sequence) -> float:
     """Joint goal accuracy over all user turns."""
     gold = [list(state) for dialogue in y for state in dialogue]
@@ -515,7 +520,7 @@ TASK = TaskSpec(
     code="wos", title="WoS dialogue state tracking", folder="wos-v1.1",
     train_file="wos-v1.1_train.json", dev_file="wos-v1.1_dev.json", extra_files=(ONTOLOGY,),
     texts=lambda records: [turn.text for r in records for turn in r.turns],
-    load=load, load_resources=load_resources, targets=targets,
+    load=load, as_records=as_records, plain_inputs=plain_inputs, load_resources=load_resources, targets=targets,
     models={"rules-lr": state_tracker, "trivial": empty_state}, default_model="rules-lr",
     predict=predict, score=score, headline=("joint_goal_accuracy", "slot_f1"),
     prediction_example='{"guid": "wos-v1_dev_00000", "states": [["관광-이름-명동 쇼핑 거리"], [...], ...]}',

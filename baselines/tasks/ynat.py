@@ -59,6 +59,11 @@ def as_records(X: Sequence) -> list[YnatExample]:
     return records_from(X, YnatExample, lambda item, guid, where: YnatExample(guid, plain_text(item, where)))
 
 
+def plain_inputs(records: Sequence[YnatExample]) -> list[str]:
+    """The titles: what a user hands a model in a notebook."""
+    return [record.title for record in records]
+
+
 def headline(records: Sequence[YnatExample], y: Sequence[str], predicted: Sequence[str]) -> float:
     return scoring.score_ynat([str(label) for label in y], [str(label) for label in predicted])["macro_f1"]
 
@@ -179,7 +184,7 @@ TASK = TaskSpec(
     code="ynat", title="YNAT topic classification", folder="ynat-v1.1",
     train_file="ynat-v1.1_train.json", dev_file="ynat-v1.1_dev.json",
     texts=lambda records: [r.title for r in records],
-    load=load, load_input=load_input, targets=targets,
+    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": topic_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
     predict=label_predictions, score=score, headline=("macro_f1",),
     prediction_example='{"guid": "ynat-v1_dev_00000", "label": "사회"}',
