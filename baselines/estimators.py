@@ -56,6 +56,20 @@ class TaskModel:
         return type(self)._headline(records, list(y), list(self.predict(records))) / 100
 
 
+class NothingLearnt(TaskModel):
+    """Mixin for a floor that learns nothing from its training data; fit only counts the records (and so
+    marks the model fitted).
+
+    Attributes
+    ----------
+    n_training_records_ : int
+    """
+
+    def fit(self, X: Sequence, y: Sequence) -> "NothingLearnt":
+        self.n_training_records_ = len(self._records(X))
+        return self
+
+
 def plain_text(item: Any, where: str) -> str:
     """A plain input that must be one text."""
     if not isinstance(item, str):

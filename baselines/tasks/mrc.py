@@ -21,7 +21,7 @@ from sklearn.preprocessing import StandardScaler
 
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_json, require
-from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
+from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_row, records_from
 from baselines.params import AT_LEAST_ONE, COUNT, NON_NEGATIVE, SEED, Interval
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze, neighbours, similarity
@@ -208,21 +208,11 @@ def headline(records: Sequence[MrcQuestion], y: Sequence[Sequence[str]], predict
                              )["exact_match"]
 
 
-class EmptyAnswerReader(TaskModel, BaseEstimator):
-    """The trivial floor: every question is declared unanswerable.
-
-    Attributes
-    ----------
-    n_questions_ : int
-        Training questions seen (nothing is learnt from them).
-    """
+class EmptyAnswerReader(NothingLearnt, BaseEstimator):
+    """The trivial floor: every question is declared unanswerable."""
 
     _to_records = staticmethod(as_records)
     _headline = staticmethod(headline)
-
-    def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "EmptyAnswerReader":
-        self.n_questions_ = len(self._records(X))
-        return self
 
     def predict(self, X: Sequence) -> list[tuple[str, int]]:
         return [("", 0) for _ in self._fitted_records(X)]

@@ -11,7 +11,7 @@ from sklearn.base import BaseEstimator
 
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, require
-from baselines.estimators import TaskModel, plain_text, records_from
+from baselines.estimators import NothingLearnt, TaskModel, plain_text, records_from
 from baselines.params import AT_LEAST_ONE, COUNT, FOLDS_OR_OFF, NON_NEGATIVE, SEED, StrOptions
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.align import char_to_eojeol, char_to_morpheme
@@ -112,21 +112,11 @@ def headline(records: Sequence[NerSentence], y: Sequence[Sequence[str]], predict
     return scoring.score_ner(gold, [_scored_tags(r, tags) for r, tags in zip(records, predicted)])["entity_macro_f1"]
 
 
-class AllOutsideTagger(TaskModel, BaseEstimator):
-    """The trivial floor: every character is outside any entity.
-
-    Attributes
-    ----------
-    n_sentences_ : int
-        Training sentences seen (nothing is learnt from them).
-    """
+class AllOutsideTagger(NothingLearnt, BaseEstimator):
+    """The trivial floor: every character is outside any entity."""
 
     _to_records = staticmethod(as_records)
     _headline = staticmethod(headline)
-
-    def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "AllOutsideTagger":
-        self.n_sentences_ = len(self._records(X))
-        return self
 
     def predict(self, X: Sequence) -> list[list[str]]:
         return [["O"] * len(record.text) for record in self._fitted_records(X)]

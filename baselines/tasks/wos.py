@@ -17,7 +17,7 @@ from sklearn.model_selection import GroupKFold
 
 from baselines import scoring
 from baselines.dataio import DataError, guid_of, read_json, require, require_list
-from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
+from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_row, records_from
 from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 from features.analysis import analyze
@@ -130,21 +130,11 @@ def score(records: Sequence[WosDialogue], predictions: Sequence[dict], resources
     return scoring.score_wos(gold, pred)
 
 
-class EmptyStateTracker(TaskModel, BaseEstimator):
-    """The trivial floor: no slot is ever set.
-
-    Attributes
-    ----------
-    n_dialogues_ : int
-        Training dialogues seen (nothing is learnt from them).
-    """
+class EmptyStateTracker(NothingLearnt, BaseEstimator):
+    """The trivial floor: no slot is ever set."""
 
     _to_records = staticmethod(as_records)
     _headline = staticmethod(headline)
-
-    def fit(self, X: Sequence, y: Sequence) -> "EmptyStateTracker":
-        self.n_dialogues_ = len(self._records(X))
-        return self
 
     def predict(self, X: Sequence) -> list[list[list[str]]]:
         return [[[] for _ in record.user_turns] for record in self._fitted_records(X)]
