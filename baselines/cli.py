@@ -232,6 +232,13 @@ def _model_from_pos(spec: TaskSpec, model_name: str | None, pos: str | None) -> 
     return spec.model_for_pos[pos]
 
 
+def _print_table(header: list[str], rows: list[list[str]]) -> None:
+    """Left-aligned columns, two spaces apart, the header first."""
+    widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
+    for row in [header] + rows:
+        click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
 def _print_metrics(metrics: dict[str, float], headline: tuple[str, ...]) -> None:
     width = max(map(len, metrics))
     ordered = [k for k in headline if k in metrics] + sorted(k for k in metrics if k not in headline)
@@ -364,10 +371,7 @@ def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv:
     for code, record in records.items():
         for metric, value in record["headline"].items():
             rows.append([code, record["model"], metric, results.format_score(value), record["protocol"]])
-    header = ["task", "model", "metric", "score", "protocol"]
-    widths = [max(len(str(r[i])) for r in rows + [header]) for i in range(len(header))]
-    for row in [header] + rows:
-        click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+    _print_table(["task", "model", "metric", "score", "protocol"], rows)
     if sample_used:
         click.echo("(scores on the shipped sample, not KLUE results: use --data-dir for the real data)")
 
@@ -541,12 +545,10 @@ def reproduce_command(ctx, task_codes, results_dir: Path) -> None:
     comparisons = reproduce.reproduce(results_dir, task_codes or TASK_CODES, log=out.log)
     if not comparisons:
         raise driver.UsageError(f"no recorded runs in {results_dir}")
-    header = ["task", "run", "metric", "committed", "rerun", ""]
-    rows = [[c.task, c.run, c.metric, results.format_score_exact(c.committed), results.format_score_exact(c.rerun),
-             "same" if c.same else "DIFFERENT"] for c in comparisons]
-    widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
-    for row in [header] + rows:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    # Four decimals: the digits a record keeps, so that any difference shows.
+    _print_table(["task", "run", "metric", "committed", "rerun", ""],
+                 [[c.task, c.run, c.metric, results.format_score(c.committed, digits=4),
+                   results.format_score(c.rerun, digits=4), "same" if c.same else "DIFFERENT"] for c in comparisons])
     different = sum(not c.same for c in comparisons)
     click.echo(f"{len(comparisons) - different} of {len(comparisons)} recorded scores reproduced")
     if different:

@@ -45,17 +45,19 @@ def sample_dir() -> Path:
 
 
 @functools.cache
-def _sample_digests() -> frozenset[tuple[int, str]]:
-    return frozenset((path.stat().st_size, file_sha256(path)) for path in sample_dir().rglob("*")
-                     if path.is_file() and path.name != "NOTICE.md")
+def _sample_digests() -> dict[int, set[str]]:
+    """size -> the sha256s of the shipped sample's files of that size."""
+    digests: dict[int, set[str]] = {}
+    for path in sample_dir().rglob("*"):
+        if path.is_file() and path.name != "NOTICE.md":
+            digests.setdefault(path.stat().st_size, set()).add(file_sha256(path))
+    return digests
 
 
 def is_sample_file(path: Path) -> bool:
     """True when `path` is byte-identical to a file of the shipped sample (by size, then sha256)."""
-    size = path.stat().st_size
-    if size not in {known_size for known_size, _digest in _sample_digests()}:
-        return False
-    return (size, file_sha256(path)) in _sample_digests()
+    digests = _sample_digests().get(path.stat().st_size)
+    return bool(digests) and file_sha256(path) in digests
 
 
 def user_cache_dir() -> Path:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from features.characters import LONE_SURROGATE, without_lone_surrogates
+
 
 class DataError(Exception):
     """Malformed input. The message names the file, the record (line or guid) and what was expected."""
@@ -29,11 +31,9 @@ class InputWarning(UserWarning):
     one 'Warning:' line)."""
 
 
-# A surrogate code point can reach a str only through a JSON escape such as \ud800 (UTF-8 cannot encode
-# one). Alone, it cannot be analysed by Kiwi nor written back as UTF-8, so it is replaced.
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# A lone surrogate can reach a str only through a JSON escape such as \ud800 (UTF-8 cannot encode one), so
+# only a document holding such an escape is searched for them.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-REPLACEMENT = "\ufffd"
 
 
 def parse_json_text(text: str, path: Path, where: str | None = None) -> Any:
@@ -59,9 +59,9 @@ def parse_json_text(text: str, path: Path, where: str | None = None) -> Any:
 def _without_surrogates(value: Any, where: str, places: list[str]) -> Any:
     """`value` with lone surrogates replaced in every string, keys included; `places` gets where they were."""
     if isinstance(value, str):
-        if _SURROGATE.search(value):
+        if LONE_SURROGATE.search(value):
             places.append(where or "the document")
-            return _SURROGATE.sub(REPLACEMENT, value)
+            return without_lone_surrogates(value)
         return value
     if isinstance(value, list):
         return [_without_surrogates(item, f"{where}[{index}]" if not isinstance(item, dict) or "guid" not in item

@@ -1,6 +1,7 @@
 """Train, cross-fit and evaluate a task's model, and record what was measured (the run/evaluate driver)."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import platform
 import subprocess
@@ -16,10 +17,9 @@ except ImportError:  # Windows: peak memory is not measured there
     resource = None
 
 import numpy as np
-from sklearn.model_selection import GroupKFold, KFold
 
 import baselines
-from baselines import datafiles
+from baselines import datafiles, tuning
 from baselines.dataio import DataError, file_sha256
 from baselines.params import check_hyper_parameters
 from baselines.results import jsonable_scores
@@ -117,10 +117,12 @@ def versions() -> dict[str, str]:
             "kiwipiepy": kiwipiepy.__version__, "scikit_learn": sklearn.__version__, "numpy": np.__version__}
 
 
+@functools.cache
 def code_version() -> dict[str, Any]:
     """What code produced a result: a sha256 over the package's source (baselines/ and features/, every .py
     and shipped data file, by relative path), and the git commit when the package runs from a checkout, with
-    whether that source differed from the commit."""
+    whether that source differed from the commit. Looked up once per process: the source does not change
+    while it runs, and a run of several tasks or fractions records it for each."""
     root = Path(baselines.__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for folder in ("baselines", "features"):
@@ -228,17 +230,10 @@ def protocol_name(task: TaskSpec, cv: int, train: Path | None) -> str:
 
 def cross_fit_folds(task: TaskSpec, records: Sequence, cv: int, seed: int) -> list[np.ndarray]:
     """Index arrays of the evaluation folds: grouped when the task has groups (MRC passages)."""
-    indices = np.arange(len(records))
-    if len(records) < cv:
-        raise UsageError(f"--cv {cv} needs at least {cv} evaluation records, found {len(records)}")
-    if task.group is not None:
-        groups = [task.group(record) for record in records]
-        if len(set(groups)) < cv:
-            raise UsageError(f"--cv {cv} needs at least {cv} groups, found {len(set(groups))}")
-        splitter = GroupKFold(n_splits=cv, shuffle=True, random_state=seed)
-        return [test for _train, test in splitter.split(indices, groups=groups)]
-    splitter = KFold(n_splits=cv, shuffle=True, random_state=seed)
-    return [test for _train, test in splitter.split(indices)]
+    problem = tuning.fold_count_problem(task, records, cv, "the evaluation data")
+    if problem:
+        raise UsageError(f"--cv {cv}: {problem}")
+    return [test for _train, test in tuning.fold_splits(task, records, cv, seed)]
 
 
 def training_subset(task: TaskSpec, records: Sequence, fraction: float, seed: int) -> list:

@@ -7,6 +7,7 @@ from typing import Any, Callable, Sequence
 from sklearn.utils.validation import check_is_fitted
 
 from baselines.dataio import DataError
+from baselines.params import check_hyper_parameters
 
 # Plain inputs have no file: errors in them name this instead, with the item's position.
 PLAIN_INPUT = Path("<plain input>")
@@ -14,15 +15,16 @@ PLAIN_INPUT = Path("<plain input>")
 
 def records_from(X: Sequence, record_type: type, build: Callable[[Any, str, str], Any]) -> list:
     """X as a task's records. An item that is a record stays as it is; any other is a plain input (a str,
-    a tuple, a dict shaped like a raw JSONL row) that build(item, guid, where) makes into one, with the guid
-    'input-N'. A wrong plain input is a ValueError that names its position."""
+    a tuple, a dict shaped like a raw JSONL row) that build(item, guid, where) makes into one, with the
+    guid the dict gives or 'input-N'. A wrong plain input is a ValueError that names its position."""
     records = []
     for index, item in enumerate(X):
         if isinstance(item, record_type):
             records.append(item)
             continue
+        guid = str(item["guid"]) if isinstance(item, dict) and "guid" in item else f"input-{index}"
         try:
-            records.append(build(item, f"input-{index}", f"item {index}"))
+            records.append(build(item, guid, f"item {index}"))
         except DataError as error:
             raise ValueError(f"{error.where}: {error.problem} (or a {record_type.__name__})") from None
     return records
@@ -33,7 +35,8 @@ class TaskModel:
 
     A model sets `_to_records` (X -> the task's records, accepting plain inputs) and `_headline` ((records,
     y, predictions) -> the task's first headline metric, x100). Then `score(X, y)` returns that metric on
-    the 0-1 scale, higher is better, which GridSearchCV and cross_val_score use with scoring=None.
+    the 0-1 scale, higher is better, which GridSearchCV and cross_val_score use with scoring=None. Its fit
+    takes X through `_fit_records`, which validates the model's `_parameter_constraints`.
     """
 
     _to_records: Callable[[Sequence], list]
@@ -41,6 +44,12 @@ class TaskModel:
 
     def _records(self, X: Sequence) -> list:
         return type(self)._to_records(X)
+
+    def _fit_records(self, X: Sequence) -> list:
+        """X as records, after checking the hyper-parameters against the model's declared constraints (a
+        ValueError naming the parameter), as scikit-learn's own estimators do when they fit."""
+        check_hyper_parameters(self)
+        return self._records(X)
 
     def _fitted_records(self, X: Sequence) -> list:
         """X as records, after checking that the model was fitted (NotFittedError otherwise)."""
@@ -66,7 +75,7 @@ class NothingLearnt(TaskModel):
     """
 
     def fit(self, X: Sequence, y: Sequence) -> "NothingLearnt":
-        self.n_training_records_ = len(self._records(X))
+        self.n_training_records_ = len(self._fit_records(X))
         return self
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 from typing import Any
 
-from sklearn.utils._param_validation import Interval, InvalidParameterError, StrOptions, \
+from sklearn.utils._param_validation import Interval, InvalidParameterError, Options, StrOptions, \
     validate_parameter_constraints
 
 __all__ = ["AT_LEAST_ONE", "COUNT", "FOLDS_OR_OFF", "Interval", "NGRAM_RANGE", "NON_NEGATIVE", "POSITIVE", "SEED",
@@ -23,19 +23,8 @@ AT_LEAST_ONE = Interval(Integral, 1, None, closed="left")
 COUNT = Interval(Integral, 0, None, closed="left")
 SEED = Interval(Integral, 0, 2**32 - 1, closed="both")  # numpy's seed range
 NGRAM_RANGE = tuple  # (low, high); checked for 1 <= low <= high by check_hyper_parameters
-
-
-class FoldsOrOff:
-    """0 (off) or a number of folds >= 2: one fold would leave nothing to train on."""
-
-    def is_satisfied_by(self, value: Any) -> bool:
-        return isinstance(value, Integral) and not isinstance(value, bool) and (value == 0 or value >= 2)
-
-    def __str__(self) -> str:
-        return "0 (off) or an int >= 2"
-
-
-FOLDS_OR_OFF = FoldsOrOff()
+# 0 (off) or a number of folds >= 2: one fold would leave nothing to train on.
+FOLDS_OR_OFF = (Options(Integral, {0}), Interval(Integral, 2, None, closed="left"))
 
 
 def check_hyper_parameters(estimator: Any) -> None:
@@ -46,17 +35,12 @@ def check_hyper_parameters(estimator: Any) -> None:
         return
     params = estimator.get_params(deep=False)
     name = type(estimator).__name__
-    custom = {key: rule for key, rule in constraints.items() if any(isinstance(r, FoldsOrOff) for r in rule)}
-    for key, rule in custom.items():
-        if not any(r.is_satisfied_by(params[key]) for r in rule):
-            raise ValueError(f"the '{key}' parameter of {name} must be {' or '.join(map(str, rule))}; "
-                             f"got {params[key]!r}")
-    standard = {key: rule for key, rule in constraints.items() if key not in custom and key in params}
+    declared = {key: rule for key, rule in constraints.items() if key in params}
     try:
-        validate_parameter_constraints(standard, {key: params[key] for key in standard}, caller_name=name)
+        validate_parameter_constraints(declared, {key: params[key] for key in declared}, caller_name=name)
     except InvalidParameterError as error:
         raise ValueError(str(error)) from None
-    for key, rule in standard.items():
+    for key, rule in declared.items():
         value = params[key]
         if NGRAM_RANGE in rule and isinstance(value, tuple):
             if len(value) != 2 or not all(isinstance(v, Integral) and not isinstance(v, bool) for v in value) \

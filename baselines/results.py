@@ -84,15 +84,10 @@ def jsonable_scores(metrics: dict[str, float], digits: int) -> dict[str, float |
     return {key: None if math.isnan(value) else round(value, digits) for key, value in metrics.items()}
 
 
-def format_score(value: float | None, width: int = 0) -> str:
-    """A score with two decimals, 'n/a' when it is undefined (None or NaN)."""
-    text = UNDEFINED if value is None or math.isnan(value) else f"{value:.2f}"
+def format_score(value: float | None, width: int = 0, digits: int = 2) -> str:
+    """A score with two decimals (or `digits`), 'n/a' when it is undefined (None or NaN)."""
+    text = UNDEFINED if value is None or math.isnan(value) else f"{value:.{digits}f}"
     return f"{text:>{width}}"
-
-
-def format_score_exact(value: float | None) -> str:
-    """A score with all the digits it was recorded with (four decimals), 'n/a' when undefined."""
-    return UNDEFINED if value is None or math.isnan(value) else f"{value:.4f}"
 
 
 def memory_cell(peak_rss_mb: float | None) -> str:
@@ -100,10 +95,11 @@ def memory_cell(peak_rss_mb: float | None) -> str:
     return UNDEFINED if peak_rss_mb is None else f"{peak_rss_mb:.0f}"
 
 
-def _cell(value: float | None, present: bool = True) -> str:
-    if not present:
+def _run_cell(run: dict | None, metric: str) -> str:
+    """A run's score in the table: '-' where there is no such run or metric, 'n/a' where it is undefined."""
+    if not run or metric not in run["metrics"]:
         return "-"
-    return format_score(value)
+    return format_score(run["metrics"][metric])
 
 
 def table_rows(runs_by_task: dict[str, dict]) -> list[list[str]]:
@@ -117,9 +113,8 @@ def table_rows(runs_by_task: dict[str, dict]) -> list[list[str]]:
             anchors = ANCHORS.get(task.code, {}).get(metric, (None, None))
             rows.append([
                 task.code, metric,
-                _cell(floor["metrics"].get(metric) if floor else None, bool(floor) and metric in floor["metrics"]),
-                _cell(ours["metrics"].get(metric) if ours else None, bool(ours) and metric in ours["metrics"]),
-                _cell(anchors[0], anchors[0] is not None), _cell(anchors[1], anchors[1] is not None),
+                _run_cell(floor, metric), _run_cell(ours, metric),
+                *("-" if anchor is None else format_score(anchor) for anchor in anchors),
                 (ours or floor or {}).get("protocol", "-"),
             ])
     return rows

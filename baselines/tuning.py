@@ -40,18 +40,23 @@ def parse_assignments(assignments: Sequence[str]) -> dict[str, Any]:
     return {name: given[0] for name, given in values.items()}
 
 
+def fold_splits(task: TaskSpec, records: Sequence, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train, held-out) index arrays of `folds` shuffled folds over `records`, whole groups in one fold
+    where the task has groups (MRC passages, WoS dialogues). The driver's cross-fitting and `tune` both cut
+    their folds here."""
+    indices = np.arange(len(records))
+    if task.group is not None:
+        splitter = GroupKFold(n_splits=folds, shuffle=True, random_state=seed)
+        return list(splitter.split(indices, groups=[task.group(record) for record in records]))
+    return list(KFold(n_splits=folds, shuffle=True, random_state=seed).split(indices))
+
+
 def cross_validate(task: TaskSpec, estimator, records: Sequence, resources: dict, metric: str, folds: int,
                    seed: int, log: Callable[[str], None] = lambda message: None) -> list[dict[str, float]]:
     """Every official metric of the task on each held-out fold of the training records (`metric` is the
     one logged)."""
-    indices = np.arange(len(records))
-    if task.group is not None:
-        splitter = GroupKFold(n_splits=folds, shuffle=True, random_state=seed)
-        splits = splitter.split(indices, groups=[task.group(r) for r in records])
-    else:
-        splits = KFold(n_splits=folds, shuffle=True, random_state=seed).split(indices)
     fold_metrics = []
-    for number, (train_index, test_index) in enumerate(splits, start=1):
+    for number, (train_index, test_index) in enumerate(fold_splits(task, records, folds, seed), start=1):
         train = [records[i] for i in train_index]
         test = [records[i] for i in test_index]
         model = clone(estimator).fit(train, task.targets(train))
@@ -66,11 +71,12 @@ def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(names, values)) for values in itertools.product(*(grid[name] for name in names))]
 
 
-def fold_count_problem(task: TaskSpec, records: Sequence, folds: int) -> str | None:
+def fold_count_problem(task: TaskSpec, records: Sequence, folds: int, data: str = "the training data"
+                       ) -> str | None:
     """Why `folds` folds cannot be cut from `records` (fewer records, or groups, than folds), or None."""
     units = len({task.group(record) for record in records}) if task.group is not None else len(records)
     kind = "groups" if task.group is not None else "records"
-    return f"{folds} folds need at least {folds} {kind}, and the training data has {units}" if units < folds else None
+    return f"{folds} folds need at least {folds} {kind}, and {data} has {units}" if units < folds else None
 
 
 def grid_search(task: TaskSpec, estimator, records: Sequence, resources: dict, grid: dict[str, list[Any]],

@@ -5,7 +5,6 @@ import contextlib
 import gc
 import operator
 import os
-import re
 import threading
 import time
 from array import array
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, ContextManager, Iterable
 
 from features.cache import AnalysisCache, default_cache_dir
+from features.characters import without_lone_surrogates
 from features.morphemes import Analysis
 
 
@@ -21,7 +21,6 @@ ProgressFactory = Callable[[str, int], ContextManager]
 PROGRESS_MIN_TEXTS = 5000  # smaller batches finish before a bar would tell anything
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _TOKEN_FIELDS = operator.attrgetter("form", "tag", "start", "end")
 
 
@@ -138,7 +137,7 @@ class MorphemeAnalyzer:
         start = time.perf_counter()
         # Kiwi raises on a lone surrogate, and one such text would lose the whole batch; the loaders replace
         # them, and this covers texts handed over from Python. U+FFFD keeps every offset in place.
-        readable = [_LONE_SURROGATE.sub("\ufffd", text) if _LONE_SURROGATE.search(text) else text for text in texts]
+        readable = [without_lone_surrogates(text) for text in texts]
         tokenized = zip(texts, self.kiwi.tokenize(readable))
         if self.progress is not None and len(texts) >= PROGRESS_MIN_TEXTS:
             results = {}

@@ -1,7 +1,17 @@
 """Character classes of mixed Korean text: Hangul, jamo, digits, Latin, Hanja, punctuation, space."""
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+
+# A surrogate code point is valid in JSON (an escape such as \ud800) but not a character: Kiwi refuses it, and
+# UTF-8 cannot encode it.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_lone_surrogates(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD, one for one, so that offsets stay in place."""
+    return LONE_SURROGATE.sub("\ufffd", text)
 
 
 @lru_cache(maxsize=65536)

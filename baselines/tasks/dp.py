@@ -95,14 +95,15 @@ def load_input(path: Path) -> list[DpSentence]:
     """Official TSV, or JSONL with a 'text' per line (eojeols are its whitespace-separated words)."""
     if not looks_like_jsonl(path):
         return load(path)
+    return jsonl_records(path, lambda row, guid, where: raw_sentence(require(row, "text", str, path, where), guid,
+                                                                     path, where))
 
-    def build(row: dict, guid: str, where: str) -> DpSentence:
-        text = require(row, "text", str, path, where)
-        if not text.split():
-            raise DataError(path, where, "empty 'text'")
-        return DpSentence(guid, text, [DpWord(form) for form in text.split()])
 
-    return jsonl_records(path, build)
+def raw_sentence(text: str, guid: str, path: Path, where: str) -> DpSentence:
+    """A sentence of raw text, its eojeols the whitespace-separated words (nothing known of them yet)."""
+    if not text.split():
+        raise DataError(path, where, "empty 'text'")
+    return DpSentence(guid, text, [DpWord(form) for form in text.split()])
 
 
 def targets(records: Sequence[DpSentence]) -> list[tuple[list[int], list[str]]]:
@@ -133,13 +134,8 @@ def score(records: Sequence[DpSentence], predictions: Sequence[dict], resources:
 
 def as_records(X: Sequence) -> list[DpSentence]:
     """DpSentence records, or plain sentences (str) whose eojeols are their whitespace-separated words."""
-    return records_from(X, DpSentence, lambda item, guid, where: _plain_sentence(plain_text(item, where), guid))
-
-
-def _plain_sentence(text: str, guid: str) -> DpSentence:
-    if not text.split():
-        raise DataError(PLAIN_INPUT, guid, "an empty sentence has nothing to parse")
-    return DpSentence(guid, text, [DpWord(form) for form in text.split()])
+    return records_from(X, DpSentence, lambda item, guid, where: raw_sentence(plain_text(item, where), guid,
+                                                                             PLAIN_INPUT, where))
 
 
 def with_trees(records: Sequence[DpSentence], y: Sequence[tuple[Sequence[int], Sequence[str]]]) -> list[DpSentence]:
@@ -372,7 +368,7 @@ class MstParser(TaskModel, BaseEstimator):
         return with_kiwi_pos(records)
 
     def fit(self, X: Sequence, y: Sequence[tuple[Sequence[int], Sequence[str]]]) -> "MstParser":
-        records = self._inputs(with_trees(self._records(X), y))
+        records = self._inputs(with_trees(self._fit_records(X), y))
         counts = Counter(f"{name}={value}" for sentence in records for word in sentence.words
                          for name, value in eojeol_attributes(word).items())
         vocabulary = {key: index for index, key in

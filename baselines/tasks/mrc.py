@@ -114,8 +114,12 @@ def load_input(path: Path) -> list[MrcQuestion]:
     """Official JSON, or JSONL with 'context' and 'question' per line."""
     if not looks_like_jsonl(path):
         return load(path)
-    return jsonl_records(path, lambda row, guid, where: MrcQuestion(
-        guid, require(row, "question", str, path, where), require(row, "context", str, path, where)))
+    return jsonl_records(path, lambda row, guid, where: raw_question(row, guid, path, where))
+
+
+def raw_question(row: dict, guid: str, path: Path, where: str) -> MrcQuestion:
+    """A question to answer from a raw row with 'question' and 'context' (no answers known)."""
+    return MrcQuestion(guid, require(row, "question", str, path, where), require(row, "context", str, path, where))
 
 
 def targets(records: Sequence[MrcQuestion]) -> list[list[str]]:
@@ -187,12 +191,8 @@ def reader_diagnostics(gold: dict[str, list[str]], predictions: Sequence[dict]) 
 
 def as_records(X: Sequence) -> list[MrcQuestion]:
     """MrcQuestion records, or plain dicts with 'context' and 'question' (a raw JSONL row)."""
-    def build(item: Any, guid: str, where: str) -> MrcQuestion:
-        row = plain_row(item, where)
-        return MrcQuestion(str(row.get("guid", guid)), require(row, "question", str, PLAIN_INPUT, where),
-                           require(row, "context", str, PLAIN_INPUT, where))
-
-    return records_from(X, MrcQuestion, build)
+    return records_from(X, MrcQuestion, lambda item, guid, where: raw_question(plain_row(item, where), guid,
+                                                                               PLAIN_INPUT, where))
 
 
 def plain_inputs(records: Sequence[MrcQuestion]) -> list[dict]:
@@ -797,7 +797,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         return np.array([scoring.normalize_mrc_answer(context[s:e]) in gold for s, e in view.spans], dtype=bool)
 
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "SpanRanker":
-        records = self._records(X)
+        records = self._fit_records(X)
         rng = np.random.default_rng(self.random_state)
         views = self._views(records)
         positives = [self._positives(v, r.context, answers) for v, r, answers in zip(views, records, y)]

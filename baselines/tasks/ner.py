@@ -331,7 +331,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
 
     _parameter_constraints = {
         "c1": [NON_NEGATIVE], "c2": [NON_NEGATIVE], "max_iterations": [AT_LEAST_ONE], "neighbours": [COUNT],
-        "type_folds": [FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})], "random_state": [SEED],
+        "type_folds": [*FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})], "random_state": [SEED],
     }
 
     def __init__(self, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 110, neighbours: int = 20,
@@ -353,11 +353,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
                 for r, a, p in zip(records, analyses, priors)]
 
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "CharacterCRF":
-        records = self._records(X)
-        if self.scheme not in ("iob2", "iobes"):
-            raise ValueError(f"scheme must be 'iob2' or 'iobes', not {self.scheme!r}")
-        if self.type_folds == 1:  # one fold would leave no other fold to count on: every prior empty
-            raise ValueError("type_folds must be 0 (no type priors) or at least 2")
+        records = self._fit_records(X)
         analyses = analyze(r.text for r in records)
         priors: Sequence[dict | None] = [None] * len(records)
         self.morpheme_types_: dict[MorphemeKey, dict[str, float]] | None = None

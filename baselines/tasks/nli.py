@@ -162,7 +162,7 @@ class InferenceClassifier(TaskModel, ClassifierMixin, BaseEstimator):
         return sparse.hstack(parts, format="csr")
 
     def fit(self, X: Sequence, y: Sequence[str]) -> "InferenceClassifier":
-        features = self._matrix(self._records(X), fit=True)
+        features = self._matrix(self._fit_records(X), fit=True)
         self.classifier_ = LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.random_state)
         self.classifier_.fit(features, np.asarray(y))
         self.classes_ = self.classifier_.classes_

@@ -92,8 +92,8 @@ def load_resources(files: dict[str, Path]) -> dict:
 def as_records(X: Sequence) -> list[ReExample]:
     """ReExample records, or plain dicts shaped like a raw JSONL row ('sentence', 'subject_entity',
     'object_entity' as in the official file)."""
-    return records_from(X, ReExample, lambda item, guid, where: _example(
-        plain_row(item, where), str(item.get("guid", guid)), PLAIN_INPUT, where))
+    return records_from(X, ReExample, lambda item, guid, where: _example(plain_row(item, where), guid, PLAIN_INPUT,
+                                                                      where))
 
 
 def plain_inputs(records: Sequence[ReExample]) -> list[dict]:
@@ -127,12 +127,13 @@ def score(records: Sequence[ReExample], predictions: Sequence[dict], resources: 
                               f"(first: {', '.join(unknown_gold[:3])})")
     probs = None
     if all(isinstance(p.get("probs"), dict) for p in aligned):
-        probs = np.array([[p["probs"].get(label, 0.0) for label in relations] for p in aligned
-                          if _check_probs(p, relations)], dtype=float)
+        for prediction in aligned:
+            _check_probs(prediction, relations)
+        probs = np.array([[p["probs"].get(label, 0.0) for label in relations] for p in aligned], dtype=float)
     return scoring.score_re(gold, predicted, probs, relations)
 
 
-def _check_probs(prediction: dict, relations: Sequence[str]) -> bool:
+def _check_probs(prediction: dict, relations: Sequence[str]) -> None:
     """A prediction's 'probs' maps relations of the relation list to finite, non-negative numbers (a
     relation left out counts as 0); anything else would silently move the AUPRC."""
     probs, guid = prediction["probs"], prediction.get("guid")
@@ -144,7 +145,6 @@ def _check_probs(prediction: dict, relations: Sequence[str]) -> bool:
     if bad:
         label, value = next(iter(bad.items()))
         raise PredictionError(f"prediction {guid}: 'probs' must hold finite numbers >= 0, not {label}={value!r}")
-    return True
 
 
 class RelationPrior(TaskModel, DummyClassifier):
@@ -324,8 +324,9 @@ class RelationClassifier(TaskModel, ClassifierMixin, BaseEstimator):
                 for r, a, near in zip(records, analyses, neighbours)]
 
     def fit(self, X: Sequence, y: Sequence[str]) -> "RelationClassifier":
+        records = self._fit_records(X)
         self.vectorizer_ = DictVectorizer()
-        features = self.vectorizer_.fit_transform(self._dicts(self._records(X)))
+        features = self.vectorizer_.fit_transform(self._dicts(records))
         # Features seen in fewer than min_count training pairs cannot generalise; dropping them shrinks the
         # model and the optimisation several times over.
         support = np.asarray((features > 0).sum(axis=0)).ravel() >= self.min_count

@@ -220,7 +220,7 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
         return np.column_stack(columns)
 
     def fit(self, X: Sequence, y: Sequence[float]) -> "SimilarityRegressor":
-        features, gold = self._features(self._records(X), fit=True), np.asarray(y, dtype=float)
+        features, gold = self._features(self._fit_records(X), fit=True), np.asarray(y, dtype=float)
         self.regressor_ = self._regressor().fit(features, gold)
         self.shift_ = 0.0
         if self.shift_folds >= 2:

@@ -77,8 +77,8 @@ def _dialogue(row: dict, guid: str, path: Path, where: str) -> WosDialogue:
 
 def as_records(X: Sequence) -> list[WosDialogue]:
     """WosDialogue records, or plain dicts shaped like a dialogue of the official file (states optional)."""
-    return records_from(X, WosDialogue, lambda item, guid, where: _dialogue(
-        plain_row(item, where), str(item.get("guid", guid)), PLAIN_INPUT, where))
+    return records_from(X, WosDialogue, lambda item, guid, where: _dialogue(plain_row(item, where), guid,
+                                                                           PLAIN_INPUT, where))
 
 
 def plain_inputs(records: Sequence[WosDialogue]) -> list[dict]:
@@ -343,7 +343,7 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
     _parameter_constraints = {
         "ontology": [dict, None], "C": [POSITIVE], "none_threshold": [Interval(Real, 0, 1, closed="neither"), None],
         "selection_folds": [Interval(Integral, 2, None, closed="left")], "min_df": [AT_LEAST_ONE],
-        "n_jobs": [AT_LEAST_ONE], "random_state": [SEED],
+        "n_jobs": [AT_LEAST_ONE, None], "random_state": [SEED],
     }
 
     THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
@@ -394,7 +394,7 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
         return vectorizer, gates
 
     def fit(self, X: Sequence, y: Sequence[Sequence[Sequence[str]]]) -> "DialogueStateTracker":
-        records = self._records(X)
+        records = self._fit_records(X)
         # The official ontology misses values that the dialogues use (hotel names of dev, for one): add
         # every value seen in the training states.
         ontology = self._ontology_from(y, self.ontology or {})

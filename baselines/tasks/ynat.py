@@ -124,8 +124,8 @@ class TopicClassifier(TaskModel, ClassifierMixin, BaseEstimator):
     _headline = staticmethod(headline)
 
     _parameter_constraints = {
-        "C": [POSITIVE], "morpheme_ngrams": [NGRAM_RANGE], "char_ngrams": [NGRAM_RANGE], "neighbours": [COUNT],
-        "min_df": [AT_LEAST_ONE], "class_weight": [StrOptions({"balanced"}), None], "max_iter": [AT_LEAST_ONE],
+        "C": [POSITIVE], "morpheme_ngrams": [NGRAM_RANGE], "char_ngrams": [NGRAM_RANGE, None],
+        "neighbours": [COUNT], "min_df": [AT_LEAST_ONE], "class_weight": [StrOptions({"balanced"}), None], "max_iter": [AT_LEAST_ONE],
         "random_state": [SEED],
     }
 
@@ -159,8 +159,9 @@ class TopicClassifier(TaskModel, ClassifierMixin, BaseEstimator):
         return analyses
 
     def fit(self, X: Sequence, y: Sequence[str]) -> "TopicClassifier":
+        records = self._fit_records(X)
         self.vectorizer_ = self._features()
-        features = self.vectorizer_.fit_transform(self._analyses(self._records(X)))
+        features = self.vectorizer_.fit_transform(self._analyses(records))
         self.classifier_ = LogisticRegression(C=self.C, max_iter=self.max_iter, class_weight=self.class_weight,
                                               random_state=self.random_state)
         self.classifier_.fit(features, np.asarray(y))
