@@ -17,12 +17,21 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from baselines import driver
-from baselines.dataio import DataError, looks_like_jsonl, read_jsonl, read_text
-from baselines.registry import get_task
+from sklearn.base import clone
+
+from baselines import driver, persistence, results, tuning
+from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
+                              read_text, write_json_atomic, write_jsonl_atomic)
+from baselines.persistence import save_model
+from baselines.registry import TASK_CODES, all_tasks, get_task
 from baselines.taskspec import PredictionError, TaskSpec
 
 PathLike = str | os.PathLike
+Log = Callable[[str], None]
+
+
+def _quiet(message: str) -> None:
+    """The default `log`: say nothing."""
 
 
 def _is_path(value: Any) -> bool:
@@ -32,14 +41,25 @@ def _is_path(value: Any) -> bool:
 def data_file(task: str, split: str = "train", data_dir: PathLike | None = None) -> Path:
     """The path of a task's official 'train' or 'dev' file under data_dir (else $KLUE_DATA_DIR, the download
     cache, or the shipped sample, as `run` looks them up)."""
-    spec = get_task(task)
     if split not in ("train", "dev"):
         raise driver.UsageError(f"split must be 'train' or 'dev', not {split!r}")
-    data = driver.resolve_data(spec, Path(data_dir).expanduser() if data_dir else None)
+    data = locate(task, data_dir)
     path = data.train if split == "train" else data.dev
     if path is None:
         raise driver.UsageError(f"no {split} file for {task} in {data.source}")
     return path
+
+
+def locate(task: str, data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
+           log: Log = _quiet) -> driver.TaskData:
+    """The files a task uses: `train`/`dev` where given, else those of data_dir, $KLUE_DATA_DIR, the download
+    cache, or the shipped sample (which `log` is told about: its scores are not KLUE results)."""
+    spec = get_task(task)
+    data = driver.resolve_data(spec, Path(data_dir).expanduser() if data_dir else None, train, dev)
+    if data.is_sample:
+        log(f"{task}: no data directory configured: using the small sample shipped with the package. These are "
+            "SAMPLE scores, not KLUE results.")
+    return data
 
 
 def load(task: str, path: PathLike) -> list:
@@ -57,11 +77,26 @@ def load_xy(task: str, path: PathLike, plain: bool = False) -> tuple[list, list]
     return (spec.plain_inputs(records) if plain else records), spec.targets(records)
 
 
-def resources(task: str, data_dir: PathLike | None = None) -> dict:
-    """What a task's models and scorer need besides the data (RE's relation list, WoS's ontology), from
-    the data directory, else the download cache, else the shipped sample."""
+def resources(task: str, data_dir: PathLike | None = None, train: PathLike | None = None) -> dict:
+    """What a task's models and scorer need besides the data (RE's relation list, WoS's ontology): beside
+    `train` when given, else from the data directory, the download cache or the shipped sample."""
     spec = get_task(task)
-    return spec.load_resources(driver.resolve_data(spec, data_dir).extras)
+    return spec.load_resources(locate(task, data_dir, train=train).extras)
+
+
+def model_name(task: str, model: str | None = None, pos: str | None = None) -> str:
+    """The name of the model to build: `model`, else for `pos` ('gold' or 'kiwi') the model of a task that
+    parses with the data's POS or with Kiwi's (DP), else the task's default."""
+    spec = get_task(task)
+    if pos is None:
+        return model or spec.default_model
+    if not spec.model_for_pos:
+        raise driver.UsageError(f"--pos applies to: {', '.join(t.code for t in all_tasks() if t.model_for_pos)}")
+    if model is not None:
+        raise driver.UsageError("give --pos or --model, not both")
+    if pos not in spec.model_for_pos:
+        raise driver.UsageError(f"pos must be one of {sorted(spec.model_for_pos)}, not {pos!r}")
+    return spec.model_for_pos[pos]
 
 
 def make_model(task: str, model: str | None = None, *, seed: int = 0, data_dir: PathLike | None = None,
@@ -74,16 +109,50 @@ def make_model(task: str, model: str | None = None, *, seed: int = 0, data_dir: 
 
 
 def fit(task: str, train: PathLike | Sequence, model: str | None = None, *, seed: int = 0,
-        data_dir: PathLike | None = None, **params: Any):
-    """A model fitted on a labelled file (path) or on labelled records."""
+        data_dir: PathLike | None = None, log: Log = _quiet, **params: Any):
+    """A model fitted on a labelled file (path) or on labelled records. Its resources (RE's relation list,
+    WoS's ontology) come from beside the file, else from data_dir, the download cache or the sample."""
     spec = get_task(task)
     if _is_path(train):
         X, y = load_xy(task, train)
+        where = f" from {train}"
     else:
-        X = list(train)
+        X, where = list(train), ""
         driver.check_labelled(spec, X, Path("<records>"))
         y = spec.targets(X)
-    return make_model(task, model, seed=seed, data_dir=data_dir, **params).fit(X, y)
+    _name, estimator = driver.build_model(spec, model, seed, resources(
+        task, data_dir, train if _is_path(train) else None), params)
+    log(f"{task}: fitting {model or spec.default_model} on {len(X)} records{where}")
+    return estimator.fit(X, y)
+
+
+def training_file(task: str, data_dir: PathLike | None = None, train: PathLike | None = None,
+                  log: Log = _quiet) -> Path:
+    """The task's training file: `train`, else the data directory's (see `locate`); a UsageError if none."""
+    path = locate(task, data_dir, train=train, log=log).train
+    if path is None:
+        raise driver.UsageError(f"no training file for {task}: give --train FILE or --data-dir")
+    return path
+
+
+def train(task: str, out: PathLike, model: str | None = None, *, data_dir: PathLike | None = None,
+          train: PathLike | None = None, seed: int = 0, log: Log = _quiet, **params: Any) -> Path:
+    """Fit a model on the task's training file (`train`, else the data directory's) and save it to `out`:
+    a metadata header, then the model (skops with the `secure` extra, else a joblib pickle). Returns `out`."""
+    out = Path(out)
+    check_output_file(out)
+    path = training_file(task, data_dir, train, log)
+    estimator = fit(task, path, model, seed=seed, data_dir=data_dir, log=log, **params)
+    save_model(out, estimator, task, model or get_task(task).default_model, [path], driver.versions())
+    return out
+
+
+def load_model(task: str, path: PathLike) -> tuple[str, Any]:
+    """(model name, model) of a file that `train` wrote. Its header is checked before the model is read; a
+    file saved without the `secure` extra is a pickle, which can run code: load those only from a trusted
+    source."""
+    estimator, metadata = persistence.load_model(Path(path), task, driver.versions())
+    return metadata["model"], estimator
 
 
 def predict(task: str, model: Any, inputs: PathLike | Sequence) -> list[dict]:
@@ -94,15 +163,162 @@ def predict(task: str, model: Any, inputs: PathLike | Sequence) -> list[dict]:
     return spec.predict(model, records)
 
 
-def evaluate(task: str, model: str | None = None, *, data_dir: PathLike | None = None,
-             train: PathLike | None = None, dev: PathLike | None = None, cv: int = 0, seed: int = 0,
-             log: Callable[[str], None] = lambda message: None, **params: Any) -> dict:
-    """Train and score as `run` does, and return the record that `run` writes to results/<task>.json."""
+def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *, model_file: PathLike | None = None,
+                 model: str | None = None, data_dir: PathLike | None = None, train: PathLike | None = None,
+                 seed: int = 0, pos: str | None = None, output_format: str = "jsonl", log: Log = _quiet,
+                 **params: Any) -> list[dict]:
+    """`predict`: the prediction rows of an input file, from a saved model (`model_file`) or from `model` (see
+    `model_name` for `pos`) trained on the training file first. With `output`, the rows are also written there,
+    whole or not at all: as JSON Lines, or with output_format='tsv' in the task's official TSV layout (DP)."""
     spec = get_task(task)
-    data = driver.resolve_data(spec, data_dir, train, dev)
+    if output_format not in ("jsonl", "tsv") or (output_format == "tsv" and (spec.write_tsv is None or output is None)):
+        raise driver.UsageError("--format tsv needs --output FILE and is available for: "
+                                + ", ".join(t.code for t in all_tasks() if t.write_tsv))
+    if output is not None:
+        check_output_file(Path(output))
+    records = load(task, inputs)  # read before any training: a bad input fails at once
+    if model_file is not None:
+        if params or model is not None or pos is not None:
+            raise driver.UsageError("--param, --pos and a model name set up a model to train: a saved --model FILE "
+                                    "has its own")
+        _name, estimator = load_model(task, model_file)
+    else:
+        estimator = fit(task, training_file(task, data_dir, train, log), model_name(task, model, pos), seed=seed,
+                        data_dir=data_dir, log=log, **params)
+    rows = spec.predict(estimator, records)
+    if output is not None:
+        if output_format == "tsv":
+            spec.write_tsv(Path(output), records, rows)
+        else:
+            write_jsonl_atomic(Path(output), rows)
+        log(f"{len(rows)} " + ("parsed sentences" if output_format == "tsv" else "predictions")
+            + f" written to {output}")
+    return rows
+
+
+def evaluate(task: str, model: str | Any = None, *, model_file: PathLike | None = None,
+             data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
+             cv: int = 0, seed: int = 0, log: Log = _quiet, **params: Any) -> dict:
+    """Score a model on the dev file (`dev`, else the data directory's) and return the record that `run`
+    writes to results/<task>.json. `model` is a model name (trained here on the training file, or cross-fitted
+    with cv >= 2) or a fitted estimator (recorded under its class name); `model_file` a file that `train`
+    wrote."""
+    spec = get_task(task)
+    fitted = None
+    if model_file is not None or (model is not None and not isinstance(model, str)):
+        if params or cv:
+            raise driver.UsageError("--param and --cv set up a model to train: a saved or fitted model has its own")
+        fitted = load_model(task, model_file) if model_file is not None else (type(model).__name__, model)
+        model = None
+    data = locate(task, data_dir, train=train, dev=dev, log=log)
     record, _predictions = driver.evaluate_task(spec, data, model_name=model, seed=seed, cv=cv, log=log,
-                                                params=params or None)
+                                                params=params or None, fitted=fitted)
     return record
+
+
+def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLike | None = None,
+        train: PathLike | None = None, dev: PathLike | None = None, cv: int = 0, seed: int = 0,
+        pos: str | None = None, results_dir: PathLike | None = None, predictions_dir: PathLike | None = None,
+        command: str | None = None, log: Log = _quiet, **params: Any) -> list[dict]:
+    """Train and evaluate each task (all eight by default) as `run` does, and return their records. Records go
+    to results_dir (default ./results) and its README.md, except that scores on the shipped sample are
+    written only where results_dir is given. With predictions_dir, the scored predictions are written too.
+    `command` is recorded as the command that produced the results (`reproduce` reruns it)."""
+    codes = list(tasks) or list(TASK_CODES)
+    if (train or dev) and len(codes) != 1:
+        raise driver.UsageError("--train and --dev name one task's files: give exactly one task")
+    if params and len(codes) != 1:
+        raise driver.UsageError("--param sets one model's hyper-parameters: give exactly one task")
+    # Every task's data and every output folder is checked before the first model trains.
+    task_data = {code: locate(code, data_dir, train, dev, log) for code in codes}
+    names = {code: model_name(code, model, pos) for code in codes}
+    for folder in (predictions_dir, results_dir or "results"):
+        if folder is not None:
+            check_output_folder(Path(folder))
+    for code, data in task_data.items():
+        if data.is_sample and results_dir is not None:
+            results.check_sample_can_be_recorded(Path(results_dir), code)
+    records = []
+    for code, data in task_data.items():
+        record, predictions = driver.evaluate_task(get_task(code), data, model_name=names[code], seed=seed, cv=cv,
+                                                   log=log, params=params or None)
+        if command is not None:
+            record["command"] = command
+        records.append(record)
+        log(f"{code}: " + ", ".join(f"{k} {results.format_score(v)}" for k, v in record["headline"].items())
+            + f" ({sum(record['seconds'].values()):.1f}s, peak {results.memory_cell(record['peak_rss_mb'])} MiB)")
+        if predictions_dir is not None:
+            path = Path(predictions_dir) / f"{results.run_file_stem(record)}.jsonl"
+            write_jsonl_atomic(path, predictions)
+            log(f"{code}: predictions written to {path}")
+        folder = results.destination(results_dir, data.is_sample)
+        if folder is not None:
+            log(f"{code}: recorded in {results.record_run(folder, record)}")
+    folder = results.destination(results_dir, any(data.is_sample for data in task_data.values()))
+    if folder is not None:
+        results.regenerate_readme(folder)
+    return records
+
+
+def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1), model: str | None = None, *,
+                   data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
+                   cv: int = 0, seed: int = 0, results_dir: PathLike | None = None, command: str | None = None,
+                   log: Log = _quiet, **params: Any) -> dict:
+    """The dev scores of a model trained on growing shares of its training records (whole passages or
+    dialogues), as `bench learning-curve` reports them; written to results_dir/learning-curve/ (default
+    ./results; on the shipped sample only where results_dir is given)."""
+    spec = get_task(task)
+    data = locate(task, data_dir, train, dev, log)
+    folder = results.destination(results_dir, data.is_sample)
+    if folder is not None:
+        check_output_folder(folder / "learning-curve")
+    points = []
+    for fraction in fractions:
+        record, _predictions = driver.evaluate_task(spec, data, model_name=model, seed=seed, cv=cv, log=log,
+                                                    train_fraction=fraction, params=params or None)
+        points.append({"fraction": fraction, **{
+            key: record[key] for key in ("trained_on", "headline", "metrics", "seconds", "peak_rss_mb")}})
+        log(f"{task}: {fraction:g} of the training data: "
+            + ", ".join(f"{k} {results.format_score(v)}" for k, v in record["headline"].items()))
+    report = results.learning_curve_report(record, points, command)
+    if folder is not None:
+        path = folder / "learning-curve" / f"{results.run_file_stem(record)}.json"
+        write_json_atomic(path, report)
+        log(f"{task}: written to {path}")
+    return report
+
+
+def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, folds: int = 3,
+         data_dir: PathLike | None = None, train: PathLike | None = None, seed: int = 0,
+         results_dir: PathLike = "results", command: str | None = None, log: Log = _quiet) -> tuple[dict, Path]:
+    """Score every point of `grid` ({name: values}) by `folds`-fold cross-validation on the training file (the
+    dev file is never read), and write the report, best first, to results_dir/tuning/<task>-<model>.json.
+    Returns the report and that path."""
+    spec = get_task(task)
+    data = locate(task, data_dir, train=train, log=log)
+    if data.train is None:
+        raise driver.UsageError(f"no training file for {task}: give --train FILE or --data-dir")
+    folder = Path(results_dir) / "tuning"
+    check_output_folder(folder)
+    records = spec.load(data.train)
+    driver.check_labelled(spec, records, data.train)
+    task_resources = spec.load_resources(data.extras)
+    name, estimator = driver.build_model(spec, model, seed, task_resources)
+    grid = {key: list(values) for key, values in grid.items()}
+    driver.check_params(name, estimator, grid)
+    for point in tuning.grid_points(grid):
+        driver.check_values(name, clone(estimator).set_params(**point))
+    problem = tuning.fold_count_problem(spec, records, folds)
+    if problem:
+        raise driver.UsageError(f"--folds {folds}: {problem}")
+    report = tuning.grid_search(spec, estimator, records, task_resources, grid, spec.headline[0], folds, seed, log)
+    report.update({"task": task, "model": name, "train": driver.describe_file(data.train, len(records))})
+    if command is not None:
+        report["command"] = command
+    report["versions"] = driver.versions()
+    path = folder / f"{task}-{name}.json"
+    write_json_atomic(path, report)
+    return report, path
 
 
 def read_predictions(task: str, path: PathLike) -> list[dict]:

@@ -6,8 +6,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from baselines import driver
+from baselines import datafiles, driver
+from baselines.dataio import check_output_folder, write_json_atomic
 from baselines.taskspec import TaskSpec
+from features import analysis
 from features.analysis import MorphemeAnalyzer
 
 
@@ -83,3 +85,22 @@ def bench_analysis(texts: list[str], num_workers: int | None = None, rounds: int
         "peak_rss_mb": driver.rounded_rss(),
         "versions": driver.versions(),
     }
+
+
+def analysis_report(tasks: list[TaskSpec], data_dir: Path | None, limit: int | None, results_dir: Path,
+                    command: str | None = None, log: Callable[[str], None] = lambda message: None
+                    ) -> tuple[dict, Path]:
+    """`bench analysis`: the texts of the tasks' files in data_dir (the first `limit`), benchmarked with as
+    many Kiwi threads as the analyser is configured for, and written to results_dir/analysis.json."""
+    folder = datafiles.download_dir(data_dir)
+    texts, files = collect_texts(tasks, folder, log)
+    if not texts:
+        raise driver.UsageError(f"no KLUE text found under {folder}")
+    check_output_folder(results_dir)
+    report = bench_analysis(texts[:limit] if limit else texts, num_workers=analysis.analyzer().num_workers, log=log)
+    if command is not None:
+        report["command"] = command
+    report["files"] = files
+    path = results_dir / "analysis.json"
+    write_json_atomic(path, report)
+    return report, path

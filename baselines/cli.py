@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Callable
 
 import click
-from sklearn.base import clone
 
 from baselines import bench as bench_module
 from baselines import api, datafiles, driver, reproduce, results, tuning
-from baselines.dataio import DataError, check_output_file, check_output_folder, write_json_atomic, write_jsonl_atomic
-from baselines.persistence import ModelFileError, load_model, save_model
+from baselines.dataio import DataError, check_output_folder
+from baselines.persistence import ModelFileError
 from baselines.registry import TASK_CODES, all_tasks, get_task
-from baselines.taskspec import PredictionError, TaskSpec
+from baselines.taskspec import PredictionError
 from features import analysis
 
 KNOWN_ERRORS = (DataError, PredictionError, ModelFileError, datafiles.DownloadError, driver.UsageError,
@@ -160,12 +159,22 @@ def download(ctx: click.Context, task_codes: tuple[str, ...], data_dir: Path | N
     click.echo(f"{len(written)} files ready in {target}")
 
 
-def _data(task: TaskSpec, out: Console, data_dir, train_file, dev_file) -> driver.TaskData:
-    data = driver.resolve_data(task, data_dir, train_file, dev_file)
-    if data.is_sample:
-        out.log(f"{task.code}: no data directory configured: using the small sample shipped with the "
-                f"package. These are SAMPLE scores, not KLUE results.")
-    return data
+def _print_table(header: list[str], rows: list[list[str]]) -> None:
+    """Left-aligned columns, two spaces apart, the header first."""
+    widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
+    for row in [header] + rows:
+        click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+def _print_metrics(task: str, metrics: dict, as_json: bool, **more) -> None:
+    """The metrics as JSON (with `more` before them), or one line each, the task's headline first."""
+    if as_json:
+        click.echo(json.dumps({"task": task, **more, "metrics": metrics}, ensure_ascii=False, indent=2))
+        return
+    headline = get_task(task).headline
+    width = max(map(len, metrics))
+    for key in [k for k in headline if k in metrics] + sorted(k for k in metrics if k not in headline):
+        click.echo(f"{key:<{width}}  {results.format_score(metrics[key], 8)}")
 
 
 @main.command()
@@ -184,73 +193,21 @@ def train(ctx, task: str, out_path: Path | None, data_dir, train_file, model_nam
     """Train a model on the training file and save it: a metadata header, checked before the model is read,
     then the model, stored with skops where the secure extra is installed (pip install 'klue-baselines[secure]'),
     else as a joblib pickle. Pickled model files can run code when loaded: use those only from a trusted source."""
-    spec, out = get_task(task), console(ctx)
-    data = _data(spec, out, data_dir, train_file, None)
-    path = out_path or Path(f"{task}.joblib")
-    check_output_file(path)
-    name, model = _fit_on_training_data(spec, out, data, _model_from_pos(spec, model_name, pos), seed, params)
-    save_model(path, model, task, name, [_training_file(spec, data)], driver.versions())
+    name = api.model_name(task, model_name, pos)
+    path = api.train(task, out_path or f"{task}.joblib", name, data_dir=data_dir, train=train_file, seed=seed,
+                     log=console(ctx).log, **params)
     click.echo(f"saved {name} model for {task} to {path}")
 
 
-def _training_file(spec: TaskSpec, data: driver.TaskData) -> Path:
-    if data.train is None:
-        raise driver.UsageError(f"no training file for {spec.code}: give --train FILE or --data-dir")
-    return data.train
-
-
-def _fit_on_training_data(spec: TaskSpec, out: Console, data: driver.TaskData, model_name: str | None, seed: int,
-                          params: dict | None = None):
-    """(model name, model fitted on the task's labelled training file)."""
-    path = _training_file(spec, data)
-    records = spec.load(path)
-    driver.check_labelled(spec, records, path)
-    name, model = driver.build_model(spec, model_name, seed, spec.load_resources(data.extras), params)
-    out.log(f"{spec.code}: fitting {name} on {len(records)} records from {path}")
-    return name, model.fit(records, spec.targets(records))
-
-
-def _model_for(spec: TaskSpec, out: Console, model_path: Path | None, data: driver.TaskData, seed: int,
-               model_name: str | None = None, params: dict | None = None):
-    """A saved model when --model is given, else one fitted on the training data."""
-    if model_path is not None:
-        if params:
-            raise driver.UsageError("--param sets up a model to train: a saved --model FILE has its own")
-        model, metadata = load_model(model_path, spec.code, driver.versions())
-        return metadata["model"], model
-    return _fit_on_training_data(spec, out, data, model_name, seed, params)
-
-
-def _model_from_pos(spec: TaskSpec, model_name: str | None, pos: str | None) -> str | None:
-    """--pos: the model of a task that parses with the data's POS ('gold') or with Kiwi's ('kiwi')."""
-    if pos is None:
-        return model_name
-    if not spec.model_for_pos:
-        raise driver.UsageError(f"--pos applies to: {', '.join(t.code for t in all_tasks() if t.model_for_pos)}")
-    if model_name is not None:
-        raise driver.UsageError("give --pos or --model, not both")
-    return spec.model_for_pos[pos]
-
-
-def _print_table(header: list[str], rows: list[list[str]]) -> None:
-    """Left-aligned columns, two spaces apart, the header first."""
-    widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
-    for row in [header] + rows:
-        click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
-
-
-def _print_metrics(metrics: dict[str, float], headline: tuple[str, ...]) -> None:
-    width = max(map(len, metrics))
-    ordered = [k for k in headline if k in metrics] + sorted(k for k in metrics if k not in headline)
-    for key in ordered:
-        click.echo(f"{key:<{width}}  {results.format_score(metrics[key], 8)}")
+saved_model_option = click.option(
+    "--model", "model_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+    help="Model file from `train` (default: train one on the training data first). Files saved without the "
+         "secure extra are pickles: use those only from a trusted source.")
 
 
 @main.command()
 @task_argument
-@click.option("--model", "model_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              default=None, help="Model file from `train` (default: train one on the training data first). Files "
-                                 "saved without the secure extra are pickles: use those only from a trusted source.")
+@saved_model_option
 @data_dir_option
 @train_option
 @dev_option
@@ -261,19 +218,9 @@ def _print_metrics(metrics: dict[str, float], headline: tuple[str, ...]) -> None
 @friendly_errors
 def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, params, seed: int, as_json: bool) -> None:
     """Score a model on the dev file with the official metrics."""
-    spec, out = get_task(task), console(ctx)
-    data = _data(spec, out, data_dir, train_file, dev_file)
-    if data.dev is None:
-        raise driver.UsageError(f"no evaluation file for {task}: give --dev FILE or --data-dir")
-    name, model = _model_for(spec, out, model_path, data, seed, params=params)
-    records = spec.load(data.dev)
-    driver.check_gold(spec, records, data.dev)
-    metrics = spec.score(records, spec.predict(model, records), spec.load_resources(data.extras))
-    if as_json:
-        click.echo(json.dumps({"task": task, "model": name, "metrics": results.jsonable_scores(metrics, 6)},
-                              ensure_ascii=False, indent=2))
-    else:
-        _print_metrics(metrics, spec.headline)
+    record = api.evaluate(task, model_file=model_path, data_dir=data_dir, train=train_file, dev=dev_file, seed=seed,
+                          log=console(ctx).log, **params)
+    _print_metrics(task, record["metrics"], as_json, model=record["model"])
 
 
 @main.command()
@@ -282,9 +229,7 @@ def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, params,
               help="Official-format file or JSONL of raw inputs (see README).")
 @click.option("--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="JSONL to write (default: stdout).")
-@click.option("--model", "model_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="Model file from `train` (default: train one on the training data first). Files saved "
-                   "without the secure extra are pickles: use those only from a trusted source.")
+@saved_model_option
 @data_dir_option
 @train_option
 @param_option
@@ -297,24 +242,10 @@ def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, params,
 def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir, train_file, params, seed: int,
             pos: str | None, output_format: str) -> None:
     """Predict raw or official-format input; one JSON object per record (format in the README)."""
-    spec, out = get_task(task), console(ctx)
-    if output_format == "tsv" and (spec.write_tsv is None or output_path is None):
-        raise driver.UsageError("--format tsv needs --output FILE and is available for: "
-                                + ", ".join(t.code for t in all_tasks() if t.write_tsv))
-    if output_path is not None:
-        check_output_file(output_path)
-    loader = spec.load_input or spec.load
-    records = loader(input_path)
-    data = driver.TaskData(None, None, {}, "none") if model_path else _data(spec, out, data_dir, train_file, None)
-    _name, model = _model_for(spec, out, model_path, data, seed, _model_from_pos(spec, None, pos), params)
-    rows = spec.predict(model, records)
-    if output_format == "tsv":
-        spec.write_tsv(output_path, records, rows)
-        out.log(f"{len(rows)} parsed sentences written to {output_path}")
-    elif output_path:
-        write_jsonl_atomic(output_path, rows)
-        out.log(f"{len(rows)} predictions written to {output_path}")
-    else:
+    rows = api.predict_file(task, input_path, output_path, model_file=model_path, data_dir=data_dir,
+                            train=train_file, seed=seed, pos=pos, output_format=output_format, log=console(ctx).log,
+                            **params)
+    if output_path is None:
         for row in rows:
             click.echo(json.dumps(row, ensure_ascii=False))
 
@@ -334,45 +265,13 @@ def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir,
 def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv: int, seed: int, pos,
         results_dir, predictions_dir) -> None:
     """Train and evaluate (all tasks by default), print the table and record results/."""
-    out = console(ctx)
-    codes = task_codes or TASK_CODES
-    if (train_file or dev_file) and len(codes) != 1:
-        raise driver.UsageError("--train and --dev name one task's files: give exactly one task")
-    if params and len(codes) != 1:
-        raise driver.UsageError("--param sets one model's hyper-parameters: give exactly one task")
-    # Every task's data and every output folder is checked before the first model trains.
-    task_data = {code: _data(get_task(code), out, data_dir, train_file, dev_file) for code in codes}
-    for folder in (predictions_dir, results_dir or Path("results")):
-        if folder is not None:
-            check_output_folder(folder)
-    for code, data in task_data.items():
-        if data.is_sample and results_dir is not None:
-            results.check_sample_can_be_recorded(results_dir, code)
-    records, sample_used = {}, False
-    for code in codes:
-        spec, data = get_task(code), task_data[code]
-        sample_used |= data.is_sample
-        record, predictions = driver.evaluate_task(spec, data, model_name=_model_from_pos(spec, model_name, pos),
-                                                   seed=seed, cv=cv, log=out.log, params=params)
-        record["command"] = command_line()
-        records[code] = record
-        out.log(f"{code}: " + ", ".join(f"{k} {results.format_score(v)}" for k, v in record["headline"].items())
-                + f" ({sum(record['seconds'].values()):.1f}s, peak {results.memory_cell(record['peak_rss_mb'])} MiB)")
-        if predictions_dir is not None:
-            path = predictions_dir / f"{results.run_file_stem(record)}.jsonl"
-            write_jsonl_atomic(path, predictions)
-            out.log(f"{code}: predictions written to {path}")
-        if results_dir is not None or not data.is_sample:
-            path = results.record_run(results_dir or Path("results"), record)
-            out.log(f"{code}: recorded in {path}")
-    if results_dir is not None or not sample_used:
-        results.regenerate_readme(results_dir or Path("results"))
-    rows = []
-    for code, record in records.items():
-        for metric, value in record["headline"].items():
-            rows.append([code, record["model"], metric, results.format_score(value), record["protocol"]])
-    _print_table(["task", "model", "metric", "score", "protocol"], rows)
-    if sample_used:
+    records = api.run(task_codes, model_name, data_dir=data_dir, train=train_file, dev=dev_file, cv=cv, seed=seed,
+                      pos=pos, results_dir=results_dir, predictions_dir=predictions_dir, command=command_line(),
+                      log=console(ctx).log, **params)
+    _print_table(["task", "model", "metric", "score", "protocol"],
+                 [[record["task"], record["model"], metric, results.format_score(value), record["protocol"]]
+                  for record in records for metric, value in record["headline"].items()])
+    if any(record["sample"] for record in records):
         click.echo("(scores on the shipped sample, not KLUE results: use --data-dir for the real data)")
 
 
@@ -391,30 +290,12 @@ def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv:
 @friendly_errors
 def tune(ctx, task: str, params, folds: int, model_name, data_dir, train_file, seed: int, results_dir: Path) -> None:
     """Choose hyper-parameters by cross-validation on the training file (the dev file is never read)."""
-    spec, out = get_task(task), console(ctx)
     try:
         grid = tuning.parse_grid(params)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--param") from None
-    data = _data(spec, out, data_dir, train_file, None)
-    if data.train is None:
-        raise driver.UsageError(f"no training file for {task}: give --train FILE or --data-dir")
-    check_output_folder(results_dir / "tuning")
-    records = spec.load(data.train)
-    driver.check_labelled(spec, records, data.train)
-    resources = spec.load_resources(data.extras)
-    name, model = driver.build_model(spec, model_name, seed, resources)
-    driver.check_params(name, model, grid)
-    for point in tuning.grid_points(grid):
-        driver.check_values(name, clone(model).set_params(**point))
-    problem = tuning.fold_count_problem(spec, records, folds)
-    if problem:
-        raise driver.UsageError(f"--folds {folds}: {problem}")
-    report = tuning.grid_search(spec, model, records, resources, grid, spec.headline[0], folds, seed, out.log)
-    report.update({"task": task, "model": name, "train": driver.describe_file(data.train, len(records)),
-                   "command": command_line(), "versions": driver.versions()})
-    path = results_dir / "tuning" / f"{task}-{name}.json"
-    write_json_atomic(path, report)
+    report, path = api.tune(task, grid, model_name, folds=folds, data_dir=data_dir, train=train_file, seed=seed,
+                            results_dir=results_dir, command=command_line(), log=console(ctx).log)
     for trial in report["trials"]:
         click.echo(f"{trial['mean']:8.2f} ± {trial['std']:.2f}  {trial['params']}")
     click.echo(f"best by {report['metric']}: {report['best']} (written to {path})")
@@ -436,18 +317,8 @@ def bench() -> None:
 @friendly_errors
 def bench_analysis_command(ctx, task_codes, data_dir, limit, results_dir: Path) -> None:
     """Characters per second: raw Kiwi, this layer with a cold cache, with a warm cache."""
-    out = console(ctx)
-    folder = datafiles.download_dir(data_dir)
-    texts, files = bench_module.collect_texts([get_task(c) for c in (task_codes or TASK_CODES)], folder, out.log)
-    if not texts:
-        raise driver.UsageError(f"no KLUE text found under {folder}")
-    texts = texts[:limit] if limit else texts
-    check_output_folder(results_dir)
-    workers = analysis.analyzer().num_workers
-    report = bench_module.bench_analysis(texts, num_workers=workers, log=out.log)
-    report.update({"command": command_line(), "files": files})
-    path = results_dir / "analysis.json"
-    write_json_atomic(path, report)
+    report, path = bench_module.analysis_report([get_task(c) for c in (task_codes or TASK_CODES)], data_dir, limit,
+                                                results_dir, command_line(), console(ctx).log)
     cps = report["characters_per_second"]
     click.echo(f"{report['texts']} texts, {report['characters']} characters, {report['num_workers']} Kiwi threads")
     click.echo(f"raw Kiwi  {cps['raw_kiwi']:>10} chars/s")
@@ -480,26 +351,10 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
                                  dev_file, cv: int, seed: int, results_dir) -> None:
     """The dev scores of a model trained on growing shares of its training data: how far more data would
     take it."""
-    spec, out = get_task(task), console(ctx)
-    data = _data(spec, out, data_dir, train_file, dev_file)
-    if results_dir is not None or not data.is_sample:
-        check_output_folder((results_dir or Path("results")) / "learning-curve")
-    points = []
-    for fraction in fractions:
-        record, _predictions = driver.evaluate_task(spec, data, model_name=model_name, seed=seed, cv=cv,
-                                                    log=out.log, train_fraction=fraction, params=params)
-        points.append({"fraction": fraction, **{
-            key: record[key] for key in ("trained_on", "headline", "metrics", "seconds", "peak_rss_mb")}})
-        out.log(f"{task}: {fraction:g} of the training data: "
-                + ", ".join(f"{k} {results.format_score(v)}" for k, v in record["headline"].items()))
-    shared = ("task", "model", "estimator", "protocol", "cv_folds", "data_source", "files", "hyper_parameters", "seed",
-              "versions", "params")
-    report = {key: record[key] for key in shared if key in record}
-    report.update(points=points, command=command_line())
-    if results_dir is not None or not data.is_sample:
-        path = (results_dir or Path("results")) / "learning-curve" / f"{results.run_file_stem(record)}.json"
-        write_json_atomic(path, report)
-        out.log(f"{task}: written to {path}")
+    report = api.learning_curve(task, fractions, model_name, data_dir=data_dir, train=train_file, dev=dev_file, cv=cv,
+                                seed=seed, results_dir=results_dir, command=command_line(), log=console(ctx).log,
+                                **params)
+    points = report["points"]
     headline = list(points[0]["headline"])
     click.echo("  ".join(["fraction", "trained on"] + headline))
     for point in points:
@@ -521,15 +376,10 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
 @friendly_errors
 def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_json: bool) -> None:
     """Score anyone's predictions against an official file with the official metrics."""
-    spec, out = get_task(task), console(ctx)
     metrics = api.score(task, gold_path, predictions_path, data_dir=data_dir)
-    for note in spec.score_notes(metrics):
-        out.log(note)
-    if as_json:
-        click.echo(json.dumps({"task": task, "metrics": results.jsonable_scores(metrics, 6)}, ensure_ascii=False,
-                              indent=2))
-    else:
-        _print_metrics(metrics, spec.headline)
+    for note in api.task_spec(task).score_notes(metrics):
+        console(ctx).log(note)
+    _print_metrics(task, results.jsonable_scores(metrics, 6) if as_json else metrics, as_json)
 
 
 @main.command("reproduce")

@@ -252,10 +252,12 @@ def training_subset(task: TaskSpec, records: Sequence, fraction: float, seed: in
 
 def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None, seed: int = 0, cv: int = 0,
                   log: Callable[[str], None] = lambda message: None, train_fraction: float = 1.0,
-                  params: dict[str, Any] | None = None) -> tuple[dict, list[dict]]:
+                  params: dict[str, Any] | None = None,
+                  fitted: tuple[str, Any] | None = None) -> tuple[dict, list[dict]]:
     """Train on the train file (and, with cv, on the other dev folds), predict the dev file, score it.
     With train_fraction < 1, each fit sees only that share of its training records (a learning curve).
-    `params` are hyper-parameters set over the model's defaults.
+    `params` are hyper-parameters set over the model's defaults. `fitted`, a (name, fitted model) pair such as
+    a saved model, is scored as it is: nothing is trained and the training file is not read.
 
     Returns the record that `run` writes to results/<task>.json, and the predictions that were scored (one
     per dev record, in its order; out-of-fold with cv).
@@ -264,7 +266,12 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     if data.dev is None:
         raise UsageError(f"no evaluation file for {task.code}: give --dev FILE or a --data-dir holding "
                          f"{task.dev_file}")
-    if data.train is None and not cv:
+    if fitted is not None:
+        if cv or params or train_fraction != 1:
+            raise UsageError("cross-fitting, hyper-parameters and training fractions set up a model to train: a "
+                             "saved or fitted model is scored as it is")
+        data = TaskData(None, data.dev, data.extras, data.source, data.is_sample)
+    elif data.train is None and not cv:
         raise UsageError(f"no training file for {task.code} ({task.train_file}): give --train FILE, or "
                          f"--cv K to cross-fit over the evaluation file")
     resources = watch.measure("load", lambda: task.load_resources(data.extras))
@@ -274,7 +281,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     check_gold(task, dev_records, data.dev)
     if data.train:
         check_labelled(task, train_records, data.train)
-    name, model = build_model(task, model_name, seed, resources, params)
+    name, model = fitted if fitted is not None else build_model(task, model_name, seed, resources, params)
 
     trained_on: list[int] = []
 
@@ -296,7 +303,8 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
             for i, prediction in zip(fold, watch.measure("predict", lambda: task.predict(model, fold_records))):
                 predictions[i] = prediction
     else:
-        fit(train_records, "")
+        if fitted is None:
+            fit(train_records, "")
         log(f"{task.code}: predicting {len(dev_records)} records")
         predictions = watch.measure("predict", lambda: task.predict(model, dev_records))
     metrics = watch.measure("score", lambda: task.score(dev_records, predictions, resources))
@@ -308,7 +316,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         "task": task.code,
         "model": name,
         "estimator": type(model).__name__,
-        "protocol": ("sample" + ("-crossfit" if cv else "")) if data.is_sample else protocol_name(task, cv, data.train),
+        "protocol": _protocol(task, data, cv, fitted is not None),
         "cv_folds": cv,
         "data_source": data.source,
         "sample": data.is_sample,
@@ -328,6 +336,12 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         record["train_fraction"] = train_fraction
     record["trained_on"] = trained_on  # records per fit: one, or one per fold
     return record, predictions
+
+
+def _protocol(task: TaskSpec, data: TaskData, cv: int, saved_model: bool) -> str:
+    if data.is_sample:
+        return "sample" + ("-crossfit" if cv else "")
+    return "saved-model" if saved_model else protocol_name(task, cv, data.train)
 
 
 def _jsonable_params(model) -> dict:

@@ -64,6 +64,26 @@ def check_sample_can_be_recorded(results_dir: Path, task: str) -> None:
                                 "sample are not recorded beside them (give another --results-dir)")
 
 
+def destination(results_dir: str | Path | None, is_sample: bool) -> Path | None:
+    """Where a run's results go: the results_dir given, else ./results; but scores on the shipped sample
+    only where a results_dir is given (they are not KLUE results), so None then."""
+    if results_dir is not None:
+        return Path(results_dir)
+    return None if is_sample else Path("results")
+
+
+def learning_curve_report(record: dict, points: list[dict], command: str | None) -> dict:
+    """The learning-curve file: what every point shares (task, model, files, versions...) from the last
+    point's run record, then the points, then the command that produced them."""
+    shared = ("task", "model", "estimator", "protocol", "cv_folds", "data_source", "files", "hyper_parameters", "seed",
+              "versions", "params")
+    report = {key: record[key] for key in shared if key in record}
+    report["points"] = points
+    if command is not None:
+        report["command"] = command
+    return report
+
+
 def record_run(results_dir: Path, record: dict) -> Path:
     """Store `record` as the task's run for its model (and hyper-parameters given), replacing the previous one.
     A sample run never joins runs on KLUE data: that raises SampleOverResults."""

@@ -46,3 +46,51 @@ def test_make_model_checks_its_parameters():
     assert api.make_model("ner", c2=0.1).c2 == 0.1
     with pytest.raises(UsageError, match="'c2' parameter"):
         api.make_model("ner", c2=-1)
+
+
+def test_evaluate_scores_a_fitted_model_as_it_is():
+    model = api.fit("ynat", api.data_file("ynat", "train"), "trivial")
+    record = api.evaluate("ynat", model)
+    assert record["model"] == "MostFrequentTopic" and record["protocol"] == "sample"
+    assert record["trained_on"] == [] and [f["name"] for f in record["files"]] == ["ynat-v1.1_dev.json"]
+    assert record["metrics"] == api.evaluate("ynat", "trivial")["metrics"]
+    with pytest.raises(UsageError, match="saved or fitted model"):
+        api.evaluate("ynat", model, cv=2)
+
+
+def test_train_saves_a_model_that_load_model_reads_back(tmp_path):
+    path = api.train("nli", tmp_path / "nli.model", "trivial")
+    name, model = api.load_model("nli", path)
+    dev = api.data_file("nli", "dev")
+    assert name == "trivial" and api.predict("nli", model, dev) == api.predict("nli", api.fit(
+        "nli", api.data_file("nli", "train"), "trivial"), dev)
+
+
+def test_model_name_follows_pos_only_where_a_task_has_it():
+    assert api.model_name("dp", pos="kiwi") == "mst-kiwi" and api.model_name("dp") == "mst"
+    with pytest.raises(UsageError, match="--pos applies to: dp"):
+        api.model_name("ynat", pos="kiwi")
+    with pytest.raises(UsageError, match="not both"):
+        api.model_name("dp", "mst", pos="gold")
+
+
+def test_run_writes_sample_results_only_where_asked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    records = api.run(["ynat"], "trivial")
+    assert records[0]["sample"] and not (tmp_path / "results").exists()
+    api.run(["ynat"], "trivial", results_dir=tmp_path / "out", predictions_dir=tmp_path / "predictions",
+            command="klue-baselines run ynat --model trivial")
+    recorded = json.loads((tmp_path / "out" / "ynat.json").read_text(encoding="utf-8"))["runs"]["trivial"]
+    assert recorded["command"] == "klue-baselines run ynat --model trivial"
+    assert recorded["metrics"] == records[0]["metrics"]
+    assert (tmp_path / "predictions" / "ynat-trivial.jsonl").is_file()
+    assert (tmp_path / "out" / "README.md").is_file()
+
+
+def test_predict_file_writes_what_it_returns(tmp_path):
+    rows = api.predict_file("dp", api.data_file("dp", "dev"), tmp_path / "dp.jsonl", model="trivial")
+    written = [json.loads(line) for line in (tmp_path / "dp.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert written == rows
+    with pytest.raises(UsageError, match="--format tsv"):
+        api.predict_file("ynat", api.data_file("ynat", "dev"), tmp_path / "y.tsv", model="trivial",
+                         output_format="tsv")
