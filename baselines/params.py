@@ -10,11 +10,11 @@ from __future__ import annotations
 from numbers import Integral, Real
 from typing import Any
 
-from sklearn.utils._param_validation import Interval, InvalidParameterError, Options, StrOptions, \
+from sklearn.utils._param_validation import HasMethods, Interval, InvalidParameterError, Options, StrOptions, \
     validate_parameter_constraints
 
-__all__ = ["AT_LEAST_ONE", "COUNT", "FOLDS_OR_OFF", "Interval", "NGRAM_RANGE", "NON_NEGATIVE", "POSITIVE", "SEED",
-           "StrOptions", "check_hyper_parameters"]
+__all__ = ["AT_LEAST_ONE", "COUNT", "FOLDS_OR_OFF", "HasMethods", "Interval", "NGRAM_RANGE", "NON_NEGATIVE", "POSITIVE",
+           "SEED", "StrOptions", "check_hyper_parameters"]
 
 # Interval rejects NaN and, with an open bound, infinity.
 POSITIVE = Interval(Real, 0, None, closed="neither")

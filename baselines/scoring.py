@@ -278,6 +278,32 @@ def score_mrc(
     return result
 
 
+def mrc_reader_diagnostics(gold: dict[str, list[str]], predictions: Sequence[dict]) -> dict[str, float]:
+    """The two parts of a reader measured apart (not official metrics). The span scorer: EM and ROUGE-W
+    of the best span on the answerable questions. The no-answer decision: ROC AUC of the reader's belief
+    for telling answerable questions from unanswerable ones. And what the reader would score if it knew
+    which questions have no answer (best span where there is an answer, '' elsewhere)."""
+    best = {p["guid"]: p["best_span"] for p in predictions}
+    answerable = {guid: answers for guid, answers in gold.items() if answers}
+    diagnostics = {}
+    if answerable:
+        spans = score_mrc(answerable, {guid: best[guid] for guid in answerable})
+        diagnostics["best_span_exact_match/answerable"] = spans["exact_match"]
+        diagnostics["best_span_rouge_w/answerable"] = spans["rouge_w"]
+    told = score_mrc(gold, {guid: best[guid] if answers else "" for guid, answers in gold.items()})
+    diagnostics["told_exact_match"] = told["exact_match"]
+    diagnostics["told_rouge_w"] = told["rouge_w"]
+    beliefs = [p.get("belief") for p in predictions]
+    has_answer = [bool(gold[p["guid"]]) for p in predictions]
+    known = [b for b in beliefs if b is not None]
+    if known and len(set(has_answer)) == 2:
+        # A question without candidate spans has no belief: it ranks below every other.
+        floor = min(known) - 1.0
+        beliefs = [floor if b is None else b for b in beliefs]
+        diagnostics["answerable_auc"] = float(metrics.roc_auc_score(has_answer, beliefs))
+    return diagnostics
+
+
 def _slot_of(state_item: str) -> str:
     domain, slot, _value = state_item.split("-", 2)
     return f"{domain}-{slot}"

@@ -1,4 +1,4 @@
-"""Features of a sentence pair: overlaps, length ratios, soft alignment, negation and number cues."""
+"""Features of a sentence pair (STS and NLI): overlaps, length ratios, soft alignment, negation and number cues."""
 from __future__ import annotations
 
 from features.morphemes import Analysis
@@ -81,20 +81,4 @@ def overlap_features(first: Analysis, second: Analysis) -> dict[str, float]:
         features[f"{name}_in_1"] = float(bool(cues_1))
         features[f"{name}_in_2"] = float(bool(cues_2))
         features[f"{name}_mismatch"] = float(cues_1 != cues_2)
-    return features
-
-
-def cross_tokens(premise: Analysis, hypothesis: Analysis, max_pairs: int = 40) -> dict[str, float]:
-    """Sparse indicator features of what the hypothesis adds: its content morphemes absent from the premise,
-    the premise's absent from it, the cue words on each side, and pairs of added x dropped morphemes
-    (a learnt lexicon of substitutions such as 가능/금지)."""
-    premise_set, hypothesis_set = set(content_forms(premise)), set(content_forms(hypothesis))
-    added, dropped = sorted(hypothesis_set - premise_set), sorted(premise_set - hypothesis_set)
-    features = {f"added={t}": 1.0 for t in added}
-    features.update({f"dropped={t}": 1.0 for t in dropped})
-    cue_forms = NEGATION_FORMS | QUANTITY_FORMS | TIME_FORMS
-    features.update({f"premise_cue={t}": 1.0 for t in set(premise.forms) & cue_forms})
-    features.update({f"hypothesis_cue={t}": 1.0 for t in set(hypothesis.forms) & cue_forms})
-    pairs = [f"swap={a}|{b}" for a in added for b in dropped][:max_pairs]
-    features.update({pair: 1.0 for pair in pairs})
     return features

@@ -10,7 +10,7 @@ import pytest
 from baselines.driver import versions
 from baselines.persistence import load_model, save_model
 from baselines.tasks.dp import DpSentence, DpWord, MstParser, eojeol_attributes, targets
-from features.trees import max_spanning_tree, tree_score
+from baselines.tasks.dp.trees import max_spanning_tree, tree_score
 
 
 def is_single_root_tree(heads) -> bool:

@@ -16,7 +16,7 @@ from features import align
 from features.analysis import MorphemeAnalyzer, analyze
 from features.cache import CacheWarning
 from features.morphemes import Analysis, eojeol_spans
-from features.passages import matched_share, sentence_ids
+from baselines.tasks.mrc.passages import matched_share, sentence_ids
 from features.tags import to_sejong
 from features.vectorize import Analyse, CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, morpheme_tokens
 

@@ -6,10 +6,11 @@ import random
 from baselines.driver import versions
 from baselines.persistence import load_model, save_model
 from baselines.registry import get_task
-from baselines.tasks.mrc import (_FEATURE_INDEX, MrcAnswer, MrcQuestion, SpanRanker, candidate_spans, question_type,
-                                 question_view, reader_diagnostics, related_words, targets)
+from baselines.scoring import mrc_reader_diagnostics
+from baselines.tasks.mrc import (FEATURE_INDEX, MrcAnswer, MrcQuestion, SpanRanker, candidate_spans, question_type,
+                                 question_view, related_words, targets)
 from features.analysis import analyze
-from features.passages import sentence_ids
+from baselines.tasks.mrc.passages import sentence_ids
 
 NAMES = ["김철수", "이영희", "박민수", "최지우", "정하늘", "강다은", "윤서준", "한지민"]
 CITIES = ["서울", "부산", "대구", "광주", "대전", "울산", "인천", "제주"]
@@ -103,13 +104,13 @@ def test_reader_diagnostics_measure_the_span_scorer_and_the_decision_apart():
     predictions = [{"guid": "a", "best_span": "서울", "belief": 0.9},
                    {"guid": "b", "best_span": "대구", "belief": 0.5},
                    {"guid": "c", "best_span": "", "belief": None}]  # no candidate span
-    metrics = reader_diagnostics(gold, predictions)
+    metrics = mrc_reader_diagnostics(gold, predictions)
     assert metrics["best_span_exact_match/answerable"] == 50.0
     assert abs(metrics["told_exact_match"] - 200 / 3) < 1e-9  # a right, b declined, c wrong
     # a outranks b, and c (without a belief) ranks below b: one of two pairs in order.
     assert metrics["answerable_auc"] == 0.5
     without_beliefs = [{**p, "belief": None} for p in predictions]
-    assert "answerable_auc" not in reader_diagnostics(gold, without_beliefs)
+    assert "answerable_auc" not in mrc_reader_diagnostics(gold, without_beliefs)
 
 
 def test_a_near_word_in_the_passage_stands_in_for_a_question_word():
@@ -121,5 +122,25 @@ def test_a_near_word_in_the_passage_stands_in_for_a_question_word():
     assert soft.missing_words == exact.missing_words > soft.unrelated_words
     assert soft.passage_soft_share > exact.passage_soft_share == exact.passage_share
     founder = next(i for i, (start, _end) in enumerate(soft.spans) if context.text[start:].startswith("김철수"))
-    share, near = (soft.features[founder, _FEATURE_INDEX[name]] for name in ("sentence_share", "sentence_soft"))
+    share, near = (soft.features[founder, FEATURE_INDEX[name]] for name in ("sentence_share", "sentence_soft"))
     assert near > share  # its sentence says 설립, not 창립
+
+
+def test_a_reader_owns_its_memo_of_views_and_memory_shares_them(tmp_path):
+    import pickle
+
+    from sklearn.base import clone
+
+    records = planted_questions(30, seed=5)
+    reader = SpanRanker(neighbours=0, calibration_folds=2).fit(records, targets(records))
+    views = reader._views(records)
+    assert reader._views(records)[0] is views[0]  # a refit or a prediction reuses the reader's own views
+    assert not hasattr(pickle.loads(pickle.dumps(reader)), "_view_memo")  # not saved with the model
+    assert not hasattr(clone(reader), "_view_memo")
+    shared = SpanRanker(neighbours=0, calibration_folds=2, memory=str(tmp_path / "views"))
+    built = shared._views(records)
+    assert any((tmp_path / "views").rglob("*.pkl"))  # cached on disk for other readers and processes
+    again = clone(shared)._views(records)
+    for mine, cached, fresh in zip(views, built, again):
+        assert mine.spans == cached.spans == fresh.spans
+        assert (mine.features != fresh.features).nnz == 0

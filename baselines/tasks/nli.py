@@ -20,7 +20,8 @@ from baselines.params import AT_LEAST_ONE, NGRAM_RANGE, NON_NEGATIVE, POSITIVE, 
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, jsonl_records,
                                 label_predictions)
 from features.analysis import analyze
-from features.pairs import cross_tokens, overlap_features
+from features.morphemes import Analysis
+from features.pairs import NEGATION_FORMS, QUANTITY_FORMS, TIME_FORMS, content_forms, overlap_features
 from features.vectorize import MorphemeNgrams
 
 LABELS = ("entailment", "neutral", "contradiction")
@@ -79,6 +80,23 @@ def targets(records: Sequence[NliExample]) -> list[str]:
 def score(records: Sequence[NliExample], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
     predicted = check_labels(align_predictions(records, predictions, lambda r: r.guid), "label", LABELS)
     return scoring.score_nli(targets(records), predicted)
+
+
+
+def cross_tokens(premise: Analysis, hypothesis: Analysis, max_pairs: int = 40) -> dict[str, float]:
+    """Sparse indicator features of what the hypothesis adds: its content morphemes absent from the premise,
+    the premise's absent from it, the cue words on each side, and pairs of added x dropped morphemes
+    (a learnt lexicon of substitutions such as 가능/금지)."""
+    premise_set, hypothesis_set = set(content_forms(premise)), set(content_forms(hypothesis))
+    added, dropped = sorted(hypothesis_set - premise_set), sorted(premise_set - hypothesis_set)
+    features = {f"added={t}": 1.0 for t in added}
+    features.update({f"dropped={t}": 1.0 for t in dropped})
+    cue_forms = NEGATION_FORMS | QUANTITY_FORMS | TIME_FORMS
+    features.update({f"premise_cue={t}": 1.0 for t in set(premise.forms) & cue_forms})
+    features.update({f"hypothesis_cue={t}": 1.0 for t in set(hypothesis.forms) & cue_forms})
+    pairs = [f"swap={a}|{b}" for a in added for b in dropped][:max_pairs]
+    features.update({pair: 1.0 for pair in pairs})
+    return features
 
 
 class MostFrequentInference(TaskModel, DummyClassifier):

@@ -125,8 +125,8 @@ class TopicClassifier(TaskModel, ClassifierMixin, BaseEstimator):
 
     _parameter_constraints = {
         "C": [POSITIVE], "morpheme_ngrams": [NGRAM_RANGE], "char_ngrams": [NGRAM_RANGE, None],
-        "neighbours": [COUNT], "min_df": [AT_LEAST_ONE], "class_weight": [StrOptions({"balanced"}), None], "max_iter": [AT_LEAST_ONE],
-        "random_state": [SEED],
+        "neighbours": [COUNT], "min_df": [AT_LEAST_ONE], "class_weight": [StrOptions({"balanced"}), None],
+        "max_iter": [AT_LEAST_ONE], "random_state": [SEED],
     }
 
     def __init__(self, C: float = 1.0, morpheme_ngrams: tuple[int, int] = (1, 2),

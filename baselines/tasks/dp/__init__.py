@@ -19,7 +19,7 @@ from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, StrOptions
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.analysis import analyze
 from features.morphemes import eojeol_spans
-from features.trees import max_spanning_tree
+from baselines.tasks.dp.trees import max_spanning_tree
 
 LABELS = scoring.DP_LABELS
 COLUMNS = "INDEX WORD_FORM LEMMA POS HEAD DEPREL"

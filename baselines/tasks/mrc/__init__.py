@@ -1,0 +1,59 @@
+"""MRC: extractive reading comprehension; a third of the questions have no answer in the passage."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from baselines import scoring
+from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_numbers
+from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView,
+                                            candidate_spans, question_type, question_view, related_words)
+from baselines.tasks.mrc.data import (MrcAnswer, MrcQuestion, as_records, load, load_input, plain_inputs,
+                                      predictions_from_json, targets)
+from baselines.tasks.mrc.reader import EmptyAnswerReader, Reading, SpanRanker, empty_answer, span_ranker
+
+__all__ = ["TASK", "FEATURE_INDEX", "FEATURE_NAMES", "QUESTION_TYPES", "QuestionView", "candidate_spans",
+           "question_type", "question_view", "related_words", "MrcAnswer", "MrcQuestion", "load", "load_input",
+           "targets", "EmptyAnswerReader", "Reading", "SpanRanker", "predict", "score"]
+
+
+def predict(model, records: Sequence[MrcQuestion]) -> list[dict]:
+    """The answer ('' for none) with its offsets; a reader that ranks spans adds its best span and its
+    belief in it even where it declines, so that the span scorer and the no-answer decision can be
+    measured apart and a user can answer at a threshold of their own."""
+    if not hasattr(model, "read"):
+        return [{"guid": record.guid, "answer": answer, "start": start, "end": start + len(answer)}
+                for record, (answer, start) in zip(records, model.predict(records))]
+    rows = []
+    for record, reading in zip(records, model.read(records)):
+        answer, start = (reading.best_span, reading.best_start) if reading.answered else ("", 0)
+        rows.append({"guid": record.guid, "answer": answer, "start": start, "end": start + len(answer),
+                     "best_span": reading.best_span, "best_span_start": reading.best_start,
+                     "belief": reading.belief})
+    return rows
+
+
+def score(records: Sequence[MrcQuestion], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
+    aligned = align_predictions(records, predictions, lambda r: r.guid)
+    bad = [p.get("guid") for p in aligned if not isinstance(p.get("answer"), str)]
+    if bad:
+        raise PredictionError(f"{len(bad)} predictions lack a string 'answer' (first: {', '.join(bad[:3])})")
+    gold = {r.guid: answers for r, answers in zip(records, targets(records))}
+    types = {r.guid: r.question_type for r in records if r.question_type is not None}
+    metrics = scoring.score_mrc(gold, {p["guid"]: p["answer"] for p in aligned}, types or None)
+    if all(isinstance(p.get("best_span"), str) for p in aligned):
+        check_numbers(aligned, "belief", optional=True)
+        metrics.update(scoring.mrc_reader_diagnostics(gold, aligned))
+    return metrics
+
+
+TASK = TaskSpec(
+    code="mrc", title="MRC machine reading comprehension", folder="klue-mrc-v1.1",
+    train_file="klue-mrc-v1.1_train.json", dev_file="klue-mrc-v1.1_dev.json",
+    texts=lambda records: [t for r in records for t in (r.context, r.question)],
+    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
+    models={"span-ranker": span_ranker, "trivial": empty_answer}, default_model="span-ranker",
+    predict=predict, score=score, headline=("exact_match", "rouge_w"),
+    group=lambda record: record.context, predictions_from_json=predictions_from_json,
+    prediction_formats="JSONL with one prediction per line, or a {question_id: answer} object",
+    prediction_example='{"guid": "klue-mrc-v1_dev_01891", "answer": "뉴 740Li 25주년 에디션"}',
+)
