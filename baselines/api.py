@@ -196,6 +196,39 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
     return rows
 
 
+def check_explainable(task: str, model: Any, per_input: bool = False) -> None:
+    """A UsageError unless `model` (fitted or not) can show its features, and with per_input, explain single
+    inputs: checked before any training."""
+    if not hasattr(model, "top_features"):
+        raise driver.UsageError(f"a {type(model).__name__} has no learnt features to show (a trivial floor, or "
+                                "STS's gradient boosting, whose trees have no weights per feature)")
+    if per_input and not hasattr(model, "feature_contributions"):
+        raise driver.UsageError(f"explaining single inputs needs a linear classifier (YNAT, NLI, RE); a "
+                                f"{type(model).__name__} shows only what it learnt (leave out --input)")
+
+
+def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence | None = None,
+            per_input: int = 5) -> dict:
+    """What a fitted model learnt: its strongest features per class or label, `top_k` each (see
+    baselines.explain). With `inputs` (a file, records or plain inputs), each input's prediction and the
+    `per_input` features that pushed it most towards it (linear classifiers: YNAT, NLI, RE)."""
+    spec = get_task(task)
+    check_explainable(task, model, inputs is not None)
+    def listed(weights: list[tuple[str, float]]) -> list[dict]:
+        return [{"feature": feature, "weight": weight} for feature, weight in weights]
+
+    explanation: dict[str, Any] = {"task": task, "estimator": type(model).__name__, "sections": {
+        section: listed(weights) for section, weights in model.top_features(top_k).items()}}
+    if inputs is not None:
+        records = load(task, inputs) if _is_path(inputs) else spec.as_records(list(inputs))
+        pushed = model.feature_contributions(records, per_input)
+        explanation["examples"] = [
+            {"guid": spec.record_id(record), "input": plain, "prediction": str(label), "features": listed(features)}
+            for record, plain, label, features in zip(records, spec.plain_inputs(records), model.predict(records),
+                                                      pushed)]
+    return explanation
+
+
 def evaluate(task: str, model: str | Any = None, *, model_file: PathLike | None = None,
              data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
              cv: int = 0, seed: int = 0, log: Log = _quiet, **params: Any) -> dict:

@@ -69,7 +69,8 @@ dev_option = click.option("--dev", "dev_file", type=click.Path(dir_okay=False, e
 seed_option = click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
                            help="Random seed of models and folds (0 to 2^32-1).")
 pos_option = click.option("--pos", type=click.Choice(["gold", "kiwi"]), default=None,
-                          help="DP: parse with the data's POS (gold, the default) or with Kiwi's (kiwi).")
+                          help="A parsing task's model by the POS tags it reads: the data's (gold, the default) or "
+                               "Kiwi's (kiwi).")
 
 
 def _assignments(_ctx, _param, values) -> dict:
@@ -89,8 +90,8 @@ def _folds(_ctx, _param, value: int) -> int:
 
 
 cv_option = click.option("--cv", default=0, type=click.IntRange(min=0), callback=_folds,
-                         help="Cross-fit K >= 2 folds over the evaluation file (grouped by passage for MRC, by "
-                              "dialogue for WoS); the training file, if any, joins every fold.")
+                         help="Cross-fit K >= 2 folds over the evaluation file (keeping a task's passages or "
+                              "dialogues whole); the training file, if any, joins every fold.")
 model_name_option = click.option("--model", "model_name", default=None,
                                  help="Model to train: the task's default, or 'trivial' for the floor.")
 
@@ -236,7 +237,7 @@ def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, params,
 @seed_option
 @pos_option
 @click.option("--format", "output_format", type=click.Choice(["jsonl", "tsv"]), default="jsonl", show_default=True,
-              help="tsv: the official KLUE TSV layout (DP only).")
+              help="tsv: the task's official KLUE TSV layout, where it has one.")
 @click.pass_context
 @friendly_errors
 def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir, train_file, params, seed: int,
@@ -248,6 +249,48 @@ def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir,
     if output_path is None:
         for row in rows:
             click.echo(json.dumps(row, ensure_ascii=False))
+
+
+@main.command()
+@task_argument
+@saved_model_option
+@click.option("--top", "top_k", default=10, show_default=True, type=click.IntRange(min=1),
+              help="Features shown per class or label.")
+@click.option("--input", "input_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="Also explain each prediction on this file (official format or raw JSONL): the features that "
+                   "pushed it most.")
+@data_dir_option
+@train_option
+@param_option
+@seed_option
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
+@click.pass_context
+@friendly_errors
+def explain(ctx, task: str, model_path, top_k: int, input_path, data_dir, train_file, params, seed: int,
+            as_json: bool) -> None:
+    """Show what a model learnt (its strongest features per class or label) and, with --input, why it
+    predicted what it did."""
+    log = console(ctx).log
+    if model_path is not None:
+        _name, model = api.load_model(task, model_path)
+    else:
+        api.check_explainable(task, api.make_model(task, data_dir=data_dir, **params), input_path is not None)
+        model = api.fit(task, api.training_file(task, data_dir, train_file, log), seed=seed, data_dir=data_dir,
+                        log=log, **params)
+    explanation = api.explain(task, model, top_k, input_path, per_input=top_k)
+    if as_json:
+        click.echo(json.dumps(explanation, ensure_ascii=False, indent=2))
+        return
+    for section, weights in explanation["sections"].items():
+        click.echo(section)
+        for weight in weights:
+            click.echo(f"  {weight['weight']:+9.4f}  {weight['feature']}")
+    for example in explanation.get("examples", []):
+        shown = example["input"] if isinstance(example["input"], str) else json.dumps(example["input"],
+                                                                                        ensure_ascii=False)
+        click.echo(f"\n{example['guid']}: {shown[:100]}\n  -> {example['prediction']}")
+        for weight in example["features"]:
+            click.echo(f"  {weight['weight']:+9.4f}  {weight['feature']}")
 
 
 @main.command()

@@ -8,10 +8,12 @@ from typing import Iterable, Sequence
 
 import sklearn_crfsuite
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 from baselines import scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, require
 from baselines.estimators import NothingLearnt, TaskModel, plain_text, records_from
+from baselines.explain import strongest
 from baselines.params import AT_LEAST_ONE, COUNT, FOLDS_OR_OFF, NON_NEGATIVE, SEED, StrOptions
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.align import char_to_eojeol, char_to_morpheme
@@ -366,6 +368,22 @@ class CharacterCRF(TaskModel, BaseEstimator):
         self.crf_.fit(self._features(records, analyses, priors),
                       [to_iobes(tags) if self.scheme == "iobes" else list(tags) for tags in y])
         return self
+
+    def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
+        """Per BIO label, the character features that speak most for it, then the strongest label
+        transitions (positive: likely, negative: unlikely)."""
+        check_is_fitted(self)
+        by_label: dict[str, tuple[list[str], list[float]]] = {}
+        for (attribute, label), weight in self.crf_.state_features_.items():
+            names, weights = by_label.setdefault(label, ([], []))
+            names.append(attribute)
+            weights.append(weight)
+        sections = {f"label {label}": strongest(names, weights, top_k)
+                    for label, (names, weights) in sorted(by_label.items())}
+        transitions = self.crf_.transition_features_
+        sections["transitions"] = strongest([f"{a} -> {b}" for a, b in transitions], list(transitions.values()),
+                                            top_k, both_signs=True)
+        return sections
 
     def predict(self, X: Sequence) -> list[list[str]]:
         records = self._fitted_records(X)

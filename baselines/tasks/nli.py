@@ -16,6 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from baselines import scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_pair, records_from
+from baselines.explain import LinearExplanation
 from baselines.params import AT_LEAST_ONE, NGRAM_RANGE, NON_NEGATIVE, POSITIVE, SEED
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, jsonl_records,
                                 label_predictions)
@@ -111,7 +112,7 @@ def most_frequent_label(random_state: int = 0, resources: dict | None = None) ->
     return MostFrequentInference(strategy="prior", random_state=random_state)
 
 
-class InferenceClassifier(TaskModel, ClassifierMixin, BaseEstimator):
+class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimator):
     """TF-IDF of premise and of hypothesis (morpheme n-grams) plus cross-sentence features (what the
     hypothesis adds or drops, substitution pairs, overlap ratios, negation/quantity/time/number cues)
     -> multinomial logistic regression.
@@ -185,6 +186,14 @@ class InferenceClassifier(TaskModel, ClassifierMixin, BaseEstimator):
         self.classifier_.fit(features, np.asarray(y))
         self.classes_ = self.classifier_.classes_
         return self
+
+    def _explained_names(self) -> list[str]:
+        return ([f"premise__{name}" for name in self.premise_vectorizer_.get_feature_names_out()]
+                + [f"hypothesis__{name}" for name in self.hypothesis_vectorizer_.get_feature_names_out()]
+                + [f"pair__{name}" for name in self.cross_vectorizer_.get_feature_names_out()])
+
+    def _explained_matrix(self, records: Sequence[NliExample]) -> sparse.csr_matrix:
+        return self._matrix(records, fit=False)
 
     def predict_proba(self, X: Sequence) -> np.ndarray:
         records = self._fitted_records(X)

@@ -14,6 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from baselines import scoring
 from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
+from baselines.explain import LinearExplanation
 from baselines.params import AT_LEAST_ONE, COUNT, POSITIVE, SEED
 from baselines.priors import adapt_to_priors
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_labels, is_finite_number, \
@@ -257,7 +258,7 @@ def pair_features(record: ReExample, analysis: Analysis, window: int = 3, betwee
     return features
 
 
-class RelationClassifier(TaskModel, ClassifierMixin, BaseEstimator):
+class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimator):
     """Entity-pair indicator features -> multinomial logistic regression with class probabilities.
 
     Parameters
@@ -337,6 +338,12 @@ class RelationClassifier(TaskModel, ClassifierMixin, BaseEstimator):
         self.classes_ = self.classifier_.classes_
         self.train_priors_ = np.array([np.mean(np.asarray(y) == label) for label in self.classes_])
         return self
+
+    def _explained_names(self) -> np.ndarray:
+        return self.vectorizer_.get_feature_names_out()
+
+    def _explained_matrix(self, records: Sequence[ReExample]):
+        return self.vectorizer_.transform(self._dicts(records))
 
     def predict_proba(self, X: Sequence) -> np.ndarray:
         """Posteriors; with adapt_priors, adjusted to the label proportions that the batch itself

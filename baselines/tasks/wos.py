@@ -14,10 +14,12 @@ from sklearn.base import BaseEstimator
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
+from sklearn.utils.validation import check_is_fitted
 
 from baselines import scoring
 from baselines.dataio import DataError, guid_of, read_json, require, require_list
 from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_row, records_from
+from baselines.explain import linear_top_features
 from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 from features.analysis import analyze
@@ -484,6 +486,21 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
             state = {**state, **updates}
             states.append(sorted(f"{slot}-{value}" for slot, value in state.items()))
         return states
+
+    def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
+        """Per slot and gate decision (value, dontcare, yes, no), the turn's features that speak most for
+        it; slots whose gate never changed in training have none."""
+        check_is_fitted(self)
+        names = self.vectorizer_.get_feature_names_out()
+        sections = {}
+        for slot in self.slots_:
+            gate = self.gates_[slot]
+            if isinstance(gate, str):
+                continue
+            sections.update({section: weights for section, weights in
+                             linear_top_features(names, gate, top_k, prefix=f"{slot}: ").items()
+                             if not section.endswith(f": {NONE}")})
+        return sections
 
     def predict(self, X: Sequence) -> list[list[list[str]]]:
         records = self._fitted_records(X)

@@ -15,6 +15,7 @@ from sklearn.pipeline import FeatureUnion
 from baselines import scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_text, records_from
+from baselines.explain import LinearExplanation
 from baselines.params import AT_LEAST_ONE, COUNT, NGRAM_RANGE, POSITIVE, SEED, StrOptions
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, jsonl_records,
                                 label_predictions)
@@ -89,7 +90,7 @@ def most_frequent_label(random_state: int = 0, resources: dict | None = None) ->
     return MostFrequentTopic(strategy="prior", random_state=random_state)
 
 
-class TopicClassifier(TaskModel, ClassifierMixin, BaseEstimator):
+class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimator):
     """TF-IDF over Kiwi morpheme n-grams, character n-grams and the morphemes' nearest neighbours in Kiwi's
     language model -> logistic regression.
 
@@ -168,9 +169,14 @@ class TopicClassifier(TaskModel, ClassifierMixin, BaseEstimator):
         self.classes_ = self.classifier_.classes_
         return self
 
+    def _explained_names(self) -> np.ndarray:
+        return self.vectorizer_.get_feature_names_out()
+
+    def _explained_matrix(self, records: Sequence[YnatExample]):
+        return self.vectorizer_.transform(self._analyses(records))
+
     def predict_proba(self, X: Sequence) -> np.ndarray:
-        records = self._fitted_records(X)
-        return self.classifier_.predict_proba(self.vectorizer_.transform(self._analyses(records)))
+        return self.classifier_.predict_proba(self._explained_matrix(self._fitted_records(X)))
 
     def predict(self, X: Sequence) -> np.ndarray:
         probabilities = self.predict_proba(X)

@@ -11,10 +11,12 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.linear_model import LogisticRegression
+from sklearn.utils.validation import check_is_fitted
 
 from baselines import scoring
 from baselines.dataio import DataError, atomic_output, looks_like_jsonl, read_tsv_blocks, require
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_text, records_from
+from baselines.explain import linear_top_features
 from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, StrOptions
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.analysis import analyze
@@ -408,6 +410,13 @@ class MstParser(TaskModel, BaseEstimator):
         self.relation_vectorizer_ = DictVectorizer()
         self.relation_classifier_ = LogisticRegression(C=self.label_C, max_iter=500, random_state=self.random_state)
         self.relation_classifier_.fit(self.relation_vectorizer_.fit_transform(rows), labels)
+
+    def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
+        """Per relation, the features of a dependent and its head that speak most for it. (The arc scorer's
+        features are hashed, so they have no names to show.)"""
+        check_is_fitted(self)
+        return linear_top_features(self.relation_vectorizer_.get_feature_names_out(), self.relation_classifier_,
+                                   top_k, prefix="relation ")
 
     def predict(self, X: Sequence) -> list[tuple[list[int], list[str]]]:
         parsed, rows = [], []

@@ -13,10 +13,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.validation import check_memory
+from sklearn.utils.validation import check_is_fitted, check_memory
 
 from baselines import scoring
 from baselines.estimators import NothingLearnt, TaskModel
+from baselines.explain import strongest
 from baselines.params import AT_LEAST_ONE, COUNT, NON_NEGATIVE, SEED, HasMethods, Interval
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView, ViewMemo,
                                             question_view, related_words)
@@ -287,6 +288,12 @@ class SpanRanker(TaskModel, BaseEstimator):
         correct = probabilities[:, column[_CORRECT]] if _CORRECT in column else 0.0
         unanswerable = probabilities[:, column[_UNANSWERABLE]] if _UNANSWERABLE in column else 0.0
         return correct - unanswerable
+
+    def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
+        """The span ranker's weights of largest size (on standardised features: a positive weight raises a
+        candidate, a negative one lowers it)."""
+        check_is_fitted(self)
+        return {"span ranker": strongest(FEATURE_NAMES, self.weights_, top_k, both_signs=True)}
 
     def read(self, X: Sequence) -> list[Reading]:
         """Each question's best span, the reader's belief in it and whether it answers with it."""
