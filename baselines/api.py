@@ -20,11 +20,12 @@ from typing import Any, Callable, Sequence
 from sklearn.base import clone
 
 from baselines import driver, persistence, results, tuning
+from baselines import report as teaching
 from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
                               read_text, write_json_atomic, write_jsonl_atomic)
 from baselines.persistence import save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task
-from baselines.taskspec import PredictionError, TaskSpec
+from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 
 PathLike = str | os.PathLike
 Log = Callable[[str], None]
@@ -156,11 +157,12 @@ def load_model(task: str, path: PathLike) -> tuple[str, Any]:
 
 
 def predict(task: str, model: Any, inputs: PathLike | Sequence) -> list[dict]:
-    """Prediction rows as `predict` writes them (one dict per input, keyed by guid; plain inputs are named
-    'input-N'). `inputs` is a file, records, or plain inputs."""
+    """Prediction rows as `predict` writes them (one dict per input, keyed by guid, with the input and any
+    gold label beside the prediction; plain inputs are named 'input-N'). `inputs` is a file, records, or
+    plain inputs."""
     spec = get_task(task)
     records = load(task, inputs) if _is_path(inputs) else spec.as_records(list(inputs))
-    return spec.predict(model, records)
+    return driver.with_inputs(spec, records, spec.predict(model, records))
 
 
 def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *, model_file: PathLike | None = None,
@@ -185,7 +187,7 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
     else:
         estimator = fit(task, training_file(task, data_dir, train, log), model_name(task, model, pos), seed=seed,
                         data_dir=data_dir, log=log, **params)
-    rows = spec.predict(estimator, records)
+    rows = driver.with_inputs(spec, records, spec.predict(estimator, records))
     if output is not None:
         if output_format == "tsv":
             spec.write_tsv(Path(output), records, rows)
@@ -375,6 +377,18 @@ def read_predictions(task: str, path: PathLike) -> list[dict]:
     return [row for _number, row in read_jsonl(path)]
 
 
+def _prediction_rows(spec: TaskSpec, predictions: PathLike | Sequence[dict] | dict) -> list[dict]:
+    """Prediction dicts from a file in any format `score` reads, a list of them, or MRC's {id: answer}."""
+    if _is_path(predictions):
+        return read_predictions(spec.code, predictions)
+    if isinstance(predictions, dict):
+        rows = spec.predictions_from_json(predictions)
+        if rows is None:
+            raise PredictionError(f"expected {spec.prediction_formats}, not one object")
+        return rows
+    return list(predictions)
+
+
 def score(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict, *,
           data_dir: PathLike | None = None) -> dict[str, float]:
     """The official metrics (x100) and their breakdowns. `gold` is a labelled file or labelled records;
@@ -384,20 +398,32 @@ def score(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence
     records = spec.load(gold_path) if gold_path else list(gold)
     driver.check_gold(spec, records, gold_path or Path("<records>"))
     extras = driver.resolve_data(spec, data_dir, dev=gold_path).extras
-    if _is_path(predictions):
-        rows = read_predictions(task, predictions)
-    elif isinstance(predictions, dict):
-        rows = spec.predictions_from_json(predictions)
-        if rows is None:
-            raise PredictionError(f"expected {spec.prediction_formats}, not one object")
-    else:
-        rows = list(predictions)
+    rows = _prediction_rows(spec, predictions)
     try:
         return spec.score(records, rows, spec.load_resources(extras))
     except PredictionError as error:
         if _is_path(predictions):
             raise PredictionError(f"{predictions}: {error}") from None
         raise
+
+
+def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict, *,
+           errors: int = 10, data_dir: PathLike | None = None) -> dict:
+    """A teaching report: the official metrics; per class (a topic, an entity type, a relation) precision,
+    recall, F1 and support, and the confusion matrix, where the task has classes; and the `errors` records
+    that are most wrong (a confident error first), with their input, gold and prediction."""
+    spec = get_task(task)
+    metrics = score(task, gold, predictions, data_dir=data_dir)  # every check of `score` first
+    records = spec.load(Path(gold)) if _is_path(gold) else list(gold)
+    aligned = align_predictions(records, _prediction_rows(spec, predictions), spec.record_id)
+    comparison = spec.compare(records, aligned)
+    built: dict[str, Any] = {"task": task, "unit": comparison.unit, "metrics": results.jsonable_scores(metrics, 4)}
+    if comparison.gold:
+        built["classes"] = teaching.per_class(comparison)
+        built["confusion"] = teaching.confusion(comparison)
+    built["errors"] = teaching.worst_errors(comparison, [spec.record_id(r) for r in records],
+                                            spec.plain_inputs(records), errors)
+    return built
 
 
 def task_spec(task: str) -> TaskSpec:

@@ -5,6 +5,7 @@ import functools
 import json
 import shlex
 import sys
+import unicodedata
 import warnings
 from pathlib import Path
 from typing import Callable
@@ -13,7 +14,7 @@ import click
 
 from baselines import bench as bench_module
 from baselines import api, datafiles, driver, reproduce, results, tuning
-from baselines.dataio import DataError, check_output_folder
+from baselines.dataio import DataError, check_output_file, check_output_folder, write_json_atomic
 from baselines.persistence import ModelFileError
 from baselines.registry import TASK_CODES, all_tasks, get_task
 from baselines.taskspec import PredictionError
@@ -160,11 +161,28 @@ def download(ctx: click.Context, task_codes: tuple[str, ...], data_dir: Path | N
     click.echo(f"{len(written)} files ready in {target}")
 
 
+def _shown_input(plain) -> str:
+    """An input in one line of at most 100 characters: a title or sentence as it is, a pair joined by ' / ',
+    a raw row by its question or sentence (an MRC passage or a whole dialogue would not fit)."""
+    if isinstance(plain, (list, tuple)):
+        plain = " / ".join(map(str, plain))
+    elif isinstance(plain, dict):
+        plain = next((plain[key] for key in ("question", "sentence") if isinstance(plain.get(key), str)),
+                     None) or json.dumps(plain, ensure_ascii=False)
+    return str(plain)[:100]
+
+
+def _display_width(text: str) -> int:
+    """Columns a terminal gives `text`: Hangul and other wide characters take two."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
 def _print_table(header: list[str], rows: list[list[str]]) -> None:
-    """Left-aligned columns, two spaces apart, the header first."""
-    widths = [max(len(str(row[i])) for row in rows + [header]) for i in range(len(header))]
+    """Left-aligned columns, two spaces apart, the header first; wide (Hangul) characters count double."""
+    widths = [max(_display_width(str(row[i])) for row in rows + [header]) for i in range(len(header))]
     for row in [header] + rows:
-        click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+        click.echo("  ".join(str(cell) + " " * (width - _display_width(str(cell)))
+                             for cell, width in zip(row, widths)).rstrip())
 
 
 def _print_metrics(task: str, metrics: dict, as_json: bool, **more) -> None:
@@ -286,9 +304,7 @@ def explain(ctx, task: str, model_path, top_k: int, input_path, data_dir, train_
         for weight in weights:
             click.echo(f"  {weight['weight']:+9.4f}  {weight['feature']}")
     for example in explanation.get("examples", []):
-        shown = example["input"] if isinstance(example["input"], str) else json.dumps(example["input"],
-                                                                                        ensure_ascii=False)
-        click.echo(f"\n{example['guid']}: {shown[:100]}\n  -> {example['prediction']}")
+        click.echo(f"\n{example['guid']}: {_shown_input(example['input'])}\n  -> {example['prediction']}")
         for weight in example["features"]:
             click.echo(f"  {weight['weight']:+9.4f}  {weight['feature']}")
 
@@ -423,6 +439,43 @@ def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_
     for note in api.task_spec(task).score_notes(metrics):
         console(ctx).log(note)
     _print_metrics(task, results.jsonable_scores(metrics, 6) if as_json else metrics, as_json)
+
+
+@main.command("report")
+@task_argument
+@click.option("--gold", "gold_path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Official KLUE file of the task.")
+@click.option("--predictions", "predictions_path", required=True,
+              type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Predictions, as `score` reads them.")
+@click.option("--errors", "error_count", default=10, show_default=True, type=click.IntRange(min=0),
+              help="How many of the worst errors to show.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the whole report as JSON here.")
+@data_dir_option
+@click.pass_context
+@friendly_errors
+def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, error_count: int, out_path, data_dir):
+    """Per-class precision, recall, F1 and support, the confusion matrix and the worst errors of anyone's
+    predictions: what a class looks at after the score."""
+    if out_path is not None:
+        check_output_file(out_path)
+    report = api.report(task, gold_path, predictions_path, errors=error_count, data_dir=data_dir)
+    if out_path is not None:
+        write_json_atomic(out_path, report)
+    headline = api.task_spec(task).headline
+    click.echo("  ".join(f"{key} {results.format_score(report['metrics'].get(key))}" for key in headline))
+    if report.get("classes"):
+        click.echo(f"\nper class ({report['unit']})")
+        _print_table(["class", "precision", "recall", "f1", "support"],
+                     [[row["label"], f"{row['precision']:.2f}", f"{row['recall']:.2f}", f"{row['f1']:.2f}",
+                       str(row["support"])] for row in report["classes"]])
+        labels, matrix = report["confusion"]["labels"], report["confusion"]["matrix"]
+        click.echo("\nconfusion (rows: gold, columns: predicted)")
+        _print_table([""] + labels, [[label] + [str(count) for count in row] for label, row in zip(labels, matrix)])
+    if report["errors"]:
+        click.echo(f"\nworst errors ({report['unit']})")
+        for error in report["errors"]:
+            click.echo(f"{error['guid']}: {_shown_input(error['input'])}\n  gold:      {error['gold']}\n  predicted: {error['predicted']}")
 
 
 @main.command("reproduce")

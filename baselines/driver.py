@@ -202,6 +202,17 @@ def check_labelled(task: TaskSpec, records: Sequence, path: Path) -> None:
                             "it); training and scoring need labelled data")
 
 
+def with_inputs(task: TaskSpec, records: Sequence, rows: list[dict]) -> list[dict]:
+    """Prediction rows that also carry each record's input ('input', as plain_inputs gives it) and, where the
+    record is labelled, its gold ('gold', as targets gives it), so that a prediction file reads on its own:
+    a wrong answer can be seen beside its question. Scoring ignores both."""
+    for row, plain, gold in zip(rows, task.plain_inputs(records), task.targets(records)):
+        row["input"] = plain
+        if not _has_missing(gold):
+            row["gold"] = gold
+    return rows
+
+
 def check_gold(task: TaskSpec, records: Sequence, path: Path) -> None:
     """A file to score against: not empty, every record labelled, and each guid once (a repeated gold record
     would be scored twice against one prediction)."""
@@ -308,6 +319,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         log(f"{task.code}: predicting {len(dev_records)} records")
         predictions = watch.measure("predict", lambda: task.predict(model, dev_records))
     metrics = watch.measure("score", lambda: task.score(dev_records, predictions, resources))
+    with_inputs(task, dev_records, predictions)
     files = [describe_file(data.dev, len(dev_records))]
     if data.train:
         files.insert(0, describe_file(data.train, len(train_records)))

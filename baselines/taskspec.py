@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from baselines.dataio import DataError, read_jsonl
+from baselines.report import Comparison
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class TaskSpec:
     - ``model_for_pos`` maps a --pos choice to a model name (DP: 'gold' -> mst, 'kiwi' -> mst-kiwi).
     - ``prediction_formats`` names the prediction file formats ``score`` reads, for error messages.
     - ``score_notes(metrics)`` says what a user should know about a score (RE without probabilities).
+    - ``compare(records, aligned_predictions)`` sets gold against predicted for ``report`` (a
+      baselines.report.Comparison).
     """
 
     code: str
@@ -57,6 +60,7 @@ class TaskSpec:
     model_for_pos: dict[str, str] = field(default_factory=dict)
     prediction_formats: str = "JSONL with one prediction per line"
     score_notes: Callable[[dict], list[str]] = field(default=lambda metrics: [])
+    compare: Callable[[Sequence, Sequence[dict]], Any] | None = None  # gold vs predicted, for `report`
 
     def official_files(self) -> tuple[str, ...]:
         names = (self.train_file,) if self.train_file else ()
@@ -149,6 +153,17 @@ def label_predictions(model: Any, records: Sequence, digits: int = 6) -> list[di
         for row, distribution in zip(rows, probabilities):
             row["probs"] = {label: round(float(p), digits) for label, p in zip(classes, distribution)}
     return rows
+
+
+def compare_labels(records: Sequence, aligned: Sequence[dict], gold: Sequence[str], unit: str):
+    """A Comparison of a classifier's labels: one unit per record; an error's weight is the probability
+    the model gave its wrong label (1 without probabilities), so confident errors come first."""
+    predicted = [str(row["label"]) for row in aligned]
+    wrong = []
+    for row, label, expected in zip(aligned, predicted, gold):
+        probabilities = row.get("probs") if isinstance(row.get("probs"), dict) else {}
+        wrong.append(0.0 if label == expected else float(probabilities.get(label, 1.0)))
+    return Comparison(unit, [str(g) for g in gold], predicted, wrong, list(zip(map(str, gold), predicted)))
 
 
 def jsonl_records(path: Path, build: Callable[[dict, str, str], Any]) -> list:

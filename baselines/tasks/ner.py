@@ -15,6 +15,7 @@ from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, requi
 from baselines.estimators import NothingLearnt, TaskModel, plain_text, records_from
 from baselines.explain import strongest
 from baselines.params import AT_LEAST_ONE, COUNT, FOLDS_OR_OFF, NON_NEGATIVE, SEED, StrOptions
+from baselines.report import Comparison
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.align import char_to_eojeol, char_to_morpheme
 from features.analysis import analyze
@@ -396,6 +397,25 @@ def character_crf(random_state: int = 0, resources: dict | None = None) -> Chara
     return CharacterCRF(random_state=random_state)
 
 
+def compare(records: Sequence[NerSentence], aligned: Sequence[dict]) -> Comparison:
+    """Entities, span by span: a gold entity against the type of the predicted entity with exactly its span
+    ('O': missed), and a predicted entity that no gold one spans against 'O' (made up). Per type, this gives
+    seqeval's strict precision, recall and F1. A sentence is as wrong as its mismatched entities."""
+    comparison = Comparison("entity", outside="O")
+    for record, prediction in zip(records, aligned):
+        text = record.text.replace(" ", "")
+        gold = {(start, end): kind for kind, start, end in scoring.iob2_entities(_scored_tags(record, record.tags))}
+        pred = {(start, end): kind for kind, start, end in
+                scoring.iob2_entities(_scored_tags(record, prediction["tags"]))}
+        for span in sorted(gold.keys() | pred.keys()):
+            comparison.gold.append(gold.get(span, "O"))
+            comparison.predicted.append(pred.get(span, "O"))
+        comparison.wrong.append(float(sum(gold.get(span) != pred.get(span) for span in gold.keys() | pred.keys())))
+        comparison.shown.append(tuple(", ".join(f"{text[start:end]}/{kind}" for (start, end), kind in
+                                                sorted(entities.items())) or "-" for entities in (gold, pred)))
+    return comparison
+
+
 TASK = TaskSpec(
     code="ner", title="NER named entity recognition", folder="klue-ner-v1.1",
     train_file="klue-ner-v1.1_train.tsv", dev_file="klue-ner-v1.1_dev.tsv",
@@ -404,4 +424,5 @@ TASK = TaskSpec(
     models={"crf": character_crf, "trivial": all_outside}, default_model="crf",
     predict=predict, score=score, headline=("entity_macro_f1", "char_macro_f1"),
     prediction_example='{"guid": "klue-ner-v1_dev_00001-wikitree", "tags": ["B-PS", "O", "O", ...]}',
+    compare=compare,
 )

@@ -18,8 +18,8 @@ from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, requ
 from baselines.estimators import TaskModel, plain_pair, records_from
 from baselines.explain import LinearExplanation
 from baselines.params import AT_LEAST_ONE, NGRAM_RANGE, NON_NEGATIVE, POSITIVE, SEED
-from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, jsonl_records,
-                                label_predictions)
+from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
+                                jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.morphemes import Analysis
 from features.pairs import NEGATION_FORMS, QUANTITY_FORMS, TIME_FORMS, content_forms, overlap_features
@@ -208,6 +208,10 @@ def inference_classifier(random_state: int = 0, resources: dict | None = None) -
     return InferenceClassifier(random_state=random_state)
 
 
+def compare(records: Sequence, aligned: Sequence[dict]):
+    return compare_labels(records, aligned, targets(records), "sentence pair")
+
+
 TASK = TaskSpec(
     code="nli", title="NLI natural language inference", folder="klue-nli-v1.1",
     train_file="klue-nli-v1.1_train.json", dev_file="klue-nli-v1.1_dev.json",
@@ -216,4 +220,5 @@ TASK = TaskSpec(
     models={"tfidf-lr": inference_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
     predict=label_predictions, score=score, headline=("accuracy",),
     prediction_example='{"guid": "klue-nli-v1_dev_00000", "label": "contradiction"}',
+    compare=compare,
 )

@@ -17,8 +17,8 @@ from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
 from baselines.explain import LinearExplanation
 from baselines.params import AT_LEAST_ONE, COUNT, POSITIVE, SEED
 from baselines.priors import adapt_to_priors
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_labels, is_finite_number, \
-    jsonl_records, label_predictions
+from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_labels, compare_labels, \
+    is_finite_number, jsonl_records, label_predictions
 from features.align import morphemes_in_span
 from features.analysis import analyze
 from features.morphemes import Analysis
@@ -361,6 +361,10 @@ def relation_classifier(random_state: int = 0, resources: dict | None = None) ->
     return RelationClassifier(random_state=random_state)
 
 
+def compare(records: Sequence, aligned: Sequence[dict]):
+    return compare_labels(records, aligned, targets(records), "entity pair")
+
+
 TASK = TaskSpec(
     code="re", title="RE relation extraction", folder="klue-re-v1.1",
     train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,),
@@ -371,4 +375,5 @@ TASK = TaskSpec(
     predict=label_predictions, score=score, headline=("micro_f1", "auprc"), score_notes=score_notes,
     prediction_example='{"guid": "klue-re-v1_dev_00000", "label": "no_relation", '
                        '"probs": {"no_relation": 0.91, "per:title": 0.02, ...}}',
+    compare=compare,
 )

@@ -21,6 +21,7 @@ from baselines import scoring
 from baselines.dataio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_pair, records_from
 from baselines.params import AT_LEAST_ONE, COUNT, POSITIVE, SEED, Interval
+from baselines.report import Comparison
 from baselines.taskspec import TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze
 from features.pairs import overlap_features
@@ -257,6 +258,12 @@ def similarity_regressor(random_state: int = 0, resources: dict | None = None) -
     return SimilarityRegressor(random_state=random_state)
 
 
+def compare(records: Sequence[StsExample], aligned: Sequence[dict]) -> Comparison:
+    """A score, not a class: each pair is as wrong as its distance from the gold score."""
+    return Comparison("sentence pair", wrong=[abs(float(p["score"]) - r.score) for r, p in zip(records, aligned)],
+                      shown=[(f"{r.score:.1f}", f"{float(p['score']):.2f}") for r, p in zip(records, aligned)])
+
+
 TASK = TaskSpec(
     code="sts", title="STS semantic textual similarity", folder="klue-sts-v1.1",
     train_file="klue-sts-v1.1_train.json", dev_file="klue-sts-v1.1_dev.json",
@@ -265,4 +272,5 @@ TASK = TaskSpec(
     models={"features-gbr": similarity_regressor, "trivial": training_mean}, default_model="features-gbr",
     predict=predict, score=score, headline=("pearsonr", "f1"),
     prediction_example='{"guid": "klue-sts-v1_dev_00000", "score": 4.2}',
+    compare=compare,
 )

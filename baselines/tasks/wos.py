@@ -21,6 +21,7 @@ from baselines.dataio import DataError, guid_of, read_json, require, require_lis
 from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_row, records_from
 from baselines.explain import linear_top_features
 from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval
+from baselines.report import Comparison
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 from features.analysis import analyze
 from features.vectorize import morpheme_tokens, ngrams
@@ -523,6 +524,23 @@ def state_tracker(random_state: int = 0, resources: dict | None = None) -> Dialo
     return DialogueStateTracker(ontology=(resources or {}).get("ontology"), random_state=random_state)
 
 
+def compare(records: Sequence[WosDialogue], aligned: Sequence[dict]) -> Comparison:
+    """States are sets of slot values, so there are no classes (the score's breakdown is per slot). A
+    dialogue is as wrong as its share of user turns with a wrong state; its first wrong turn is shown."""
+    comparison = Comparison("dialogue")
+    for gold_states, prediction in zip(targets(records), aligned):
+        wrong = [turn for turn, (gold, pred) in enumerate(zip(gold_states, prediction["states"]))
+                 if set(gold) != set(pred)]
+        comparison.wrong.append(len(wrong) / len(gold_states) if gold_states else 0.0)
+        if wrong:
+            gold, pred = set(gold_states[wrong[0]]), set(prediction["states"][wrong[0]])
+            comparison.shown.append((f"turn {wrong[0] + 1}: missed {sorted(gold - pred)}",
+                                     f"turn {wrong[0] + 1}: wrongly {sorted(pred - gold)}"))
+        else:
+            comparison.shown.append(("", ""))
+    return comparison
+
+
 TASK = TaskSpec(
     code="wos", title="WoS dialogue state tracking", folder="wos-v1.1",
     train_file="wos-v1.1_train.json", dev_file="wos-v1.1_dev.json", extra_files=(ONTOLOGY,),
@@ -531,4 +549,5 @@ TASK = TaskSpec(
     models={"rules-lr": state_tracker, "trivial": empty_state}, default_model="rules-lr",
     predict=predict, score=score, headline=("joint_goal_accuracy", "slot_f1"),
     prediction_example='{"guid": "wos-v1_dev_00000", "states": [["관광-이름-명동 쇼핑 거리"], [...], ...]}',
+    compare=compare,
 )

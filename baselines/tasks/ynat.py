@@ -17,8 +17,8 @@ from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, requ
 from baselines.estimators import TaskModel, plain_text, records_from
 from baselines.explain import LinearExplanation
 from baselines.params import AT_LEAST_ONE, COUNT, NGRAM_RANGE, POSITIVE, SEED, StrOptions
-from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, jsonl_records,
-                                label_predictions)
+from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
+                                jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.vectorize import CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, prefetch_neighbours
 
@@ -187,6 +187,10 @@ def topic_classifier(random_state: int = 0, resources: dict | None = None) -> To
     return TopicClassifier(random_state=random_state)
 
 
+def compare(records: Sequence, aligned: Sequence[dict]):
+    return compare_labels(records, aligned, targets(records), "title")
+
+
 TASK = TaskSpec(
     code="ynat", title="YNAT topic classification", folder="ynat-v1.1",
     train_file="ynat-v1.1_train.json", dev_file="ynat-v1.1_dev.json",
@@ -195,4 +199,5 @@ TASK = TaskSpec(
     models={"tfidf-lr": topic_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
     predict=label_predictions, score=score, headline=("macro_f1",),
     prediction_example='{"guid": "ynat-v1_dev_00000", "label": "사회"}',
+    compare=compare,
 )

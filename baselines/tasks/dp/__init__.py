@@ -18,6 +18,7 @@ from baselines.dataio import DataError, atomic_output, looks_like_jsonl, read_ts
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_text, records_from
 from baselines.explain import linear_top_features
 from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, StrOptions
+from baselines.report import Comparison
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.analysis import analyze
 from features.morphemes import eojeol_spans
@@ -478,6 +479,23 @@ def predictions_from_tsv(path: Path) -> list[dict]:
             for r in load(path)]
 
 
+def compare(records: Sequence[DpSentence], aligned: Sequence[dict]) -> Comparison:
+    """Relations, word by word (gold relation against predicted relation, whatever the heads); a sentence
+    is as wrong as its share of words with a wrong head or relation, shown as 'word->head/RELATION'."""
+    comparison = Comparison("word")
+    for record, prediction in zip(records, aligned):
+        words = record.words
+        gold = [(w.head, w.deprel) for w in words]
+        pred = list(zip(prediction["heads"], prediction["deprels"]))
+        comparison.gold.extend(deprel for _head, deprel in gold)
+        comparison.predicted.extend(str(deprel) for _head, deprel in pred)
+        wrong = [index for index, (g, p) in enumerate(zip(gold, pred)) if tuple(g) != tuple(p)]
+        comparison.wrong.append(len(wrong) / len(words) if words else 0.0)
+        comparison.shown.append(tuple(" ".join(f"{words[i].form}->{arcs[i][0]}/{arcs[i][1]}" for i in wrong)
+                                      for arcs in (gold, pred)))
+    return comparison
+
+
 TASK = TaskSpec(
     code="dp", title="DP dependency parsing", folder="klue-dp-v1.1",
     train_file="klue-dp-v1.1_train.tsv", dev_file="klue-dp-v1.1_dev.tsv",
@@ -489,4 +507,5 @@ TASK = TaskSpec(
     prediction_formats="JSONL with one prediction per line, or the official TSV",
     prediction_example='{"guid": "klue-dp-v1_dev_00000_wikitree", "heads": [2, 6, 4, 6, 6, 0], '
                        '"deprels": ["NP", "NP_SBJ", "NP_MOD", "NP_AJT", "NP_OBJ", "VP"]}',
+    compare=compare,
 )

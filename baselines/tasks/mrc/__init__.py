@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from baselines import scoring
+from baselines.report import Comparison
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_numbers
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView,
                                             candidate_spans, question_type, question_view, related_words)
@@ -46,6 +47,20 @@ def score(records: Sequence[MrcQuestion], predictions: Sequence[dict], resources
     return metrics
 
 
+def compare(records: Sequence[MrcQuestion], aligned: Sequence[dict]) -> Comparison:
+    """Answers are free text, so there are no classes (the score's breakdown is per question type). A
+    question is wrong when its answer is not an exact match; the reader's belief, where it gave one, puts
+    its confident errors first."""
+    comparison = Comparison("question")
+    for answers, prediction in zip(targets(records), aligned):
+        gold = {scoring.normalize_mrc_answer(answer) for answer in answers} or {""}
+        right = scoring.normalize_mrc_answer(prediction["answer"]) in gold
+        belief = prediction.get("belief")
+        comparison.wrong.append(0.0 if right else 2.0 + belief if isinstance(belief, (int, float)) else 1.0)
+        comparison.shown.append((" | ".join(answers) or "(no answer)", prediction["answer"] or "(no answer)"))
+    return comparison
+
+
 TASK = TaskSpec(
     code="mrc", title="MRC machine reading comprehension", folder="klue-mrc-v1.1",
     train_file="klue-mrc-v1.1_train.json", dev_file="klue-mrc-v1.1_dev.json",
@@ -56,4 +71,5 @@ TASK = TaskSpec(
     group=lambda record: record.context, predictions_from_json=predictions_from_json,
     prediction_formats="JSONL with one prediction per line, or a {question_id: answer} object",
     prediction_example='{"guid": "klue-mrc-v1_dev_01891", "answer": "뉴 740Li 25주년 에디션"}',
+    compare=compare,
 )

@@ -1,0 +1,55 @@
+"""A teaching report of predictions against gold: per-class precision, recall, F1 and support, a confusion
+matrix, and the errors a class should look at first."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+
+
+@dataclass
+class Comparison:
+    """Gold against predicted, as a task's `compare` gives them.
+
+    `gold` and `predicted` pair one label per unit (a title, a sentence pair, an entity, a word); units that
+    are `outside` (NER's 'O': an entity missed or made up) are kept in the confusion matrix but are not a
+    class of the per-class table. For each record, `wrong` says how wrong it is (0: right; the larger, the
+    sooner it is shown: a confident error first) and `shown` gives its gold and prediction as text.
+    """
+    unit: str
+    gold: list[str] = field(default_factory=list)
+    predicted: list[str] = field(default_factory=list)
+    wrong: list[float] = field(default_factory=list)
+    shown: list[tuple[str, str]] = field(default_factory=list)
+    outside: str | None = None
+
+
+def per_class(comparison: Comparison) -> list[dict[str, Any]]:
+    """Precision, recall and F1 (x100) and gold support of each class, from scikit-learn's
+    precision_recall_fscore_support (0 where a class is never predicted or never gold)."""
+    labels = sorted(set(comparison.gold) | set(comparison.predicted) - {comparison.outside})
+    labels = [label for label in labels if label != comparison.outside]
+    if not labels:
+        return []
+    precision, recall, f1, support = precision_recall_fscore_support(
+        comparison.gold, comparison.predicted, labels=labels, zero_division=0)
+    return [{"label": label, "precision": round(100 * p, 4), "recall": round(100 * r, 4), "f1": round(100 * f, 4),
+             "support": int(s)} for label, p, r, f, s in zip(labels, precision, recall, f1, support)]
+
+
+def confusion(comparison: Comparison) -> dict[str, Any]:
+    """Rows: gold; columns: predicted; the outside label, if any, last."""
+    labels = sorted(set(comparison.gold) | set(comparison.predicted), key=lambda label: (
+        label == comparison.outside, label))
+    matrix = confusion_matrix(comparison.gold, comparison.predicted, labels=labels) if labels else []
+    return {"labels": labels, "matrix": [[int(count) for count in row] for row in matrix]}
+
+
+def worst_errors(comparison: Comparison, ids: Sequence[str], inputs: Sequence[Any], count: int) -> list[dict]:
+    """The `count` records that are most wrong (ties in file order), with their input, gold and prediction."""
+    order = sorted((index for index, wrong in enumerate(comparison.wrong) if wrong > 0),
+                   key=lambda index: -comparison.wrong[index])
+    return [{"guid": ids[index], "input": inputs[index], "gold": comparison.shown[index][0],
+             "predicted": comparison.shown[index][1], "how_wrong": round(comparison.wrong[index], 4)}
+            for index in order[:count]]

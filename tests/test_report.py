@@ -1,0 +1,83 @@
+"""report: per-class precision/recall/F1/support, confusion matrices and the worst errors, on the sample."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from sklearn.metrics import f1_score
+
+from baselines import api
+from baselines.cli import main
+from baselines.report import Comparison, per_class
+
+
+def test_per_class_matches_scikit_learn_and_leaves_out_the_outside_label():
+    comparison = Comparison("entity", gold=["PS", "PS", "O", "LC"], predicted=["PS", "O", "LC", "LC"], outside="O")
+    rows = {row["label"]: row for row in per_class(comparison)}
+    assert set(rows) == {"PS", "LC"}
+    assert rows["PS"]["precision"] == 100.0 and rows["PS"]["recall"] == 50.0 and rows["PS"]["support"] == 2
+    assert rows["LC"]["precision"] == 50.0 and rows["LC"]["recall"] == 100.0
+
+
+def test_a_ynat_report_agrees_with_the_official_macro_f1(tmp_path):
+    dev = api.data_file("ynat", "dev")
+    rows = api.predict("ynat", api.fit("ynat", api.data_file("ynat", "train")), dev)
+    built = api.report("ynat", dev, rows, errors=3)
+    mean_f1 = sum(row["f1"] for row in built["classes"]) / len(built["classes"])
+    assert mean_f1 == pytest.approx(built["metrics"]["macro_f1"], abs=1e-3)
+    gold = [row["gold"] for row in rows]
+    assert sum(row["support"] for row in built["classes"]) == len(gold)
+    assert sum(map(sum, built["confusion"]["matrix"])) == len(gold)
+    assert f1_score(gold, [row["label"] for row in rows], average="macro") * 100 == pytest.approx(mean_f1, abs=1e-3)
+    confidences = [error["how_wrong"] for error in built["errors"]]
+    assert len(confidences) == 3 and confidences == sorted(confidences, reverse=True)
+    assert all(error["gold"] != error["predicted"] and error["input"] for error in built["errors"])
+
+
+def test_ner_entity_rows_are_seqevals_strict_per_type_scores():
+    dev = api.data_file("ner", "dev")
+    rows = api.predict("ner", api.fit("ner", api.data_file("ner", "train")), dev)
+    built = api.report("ner", dev, rows)
+    assert built["classes"]
+    for row in built["classes"]:
+        assert row["f1"] == pytest.approx(built["metrics"][f"entity_f1/{row['label']}"], abs=1e-3)
+    assert built["confusion"]["labels"][-1] == "O"
+
+
+@pytest.mark.parametrize("task", ["sts", "mrc", "wos", "dp", "re", "nli"])
+def test_every_task_reports(task):
+    dev = api.data_file(task, "dev")
+    rows = api.predict(task, api.fit(task, api.data_file(task, "train"), "trivial"), dev)
+    built = api.report(task, dev, rows, errors=2)
+    assert built["metrics"] and len(built["errors"]) <= 2
+    assert ("classes" in built) == (task in ("dp", "re", "nli"))
+
+
+def test_predictions_carry_their_input_and_gold():
+    dev = api.data_file("nli", "dev")
+    rows = api.predict("nli", api.fit("nli", api.data_file("nli", "train"), "trivial"), dev)
+    records = api.load("nli", dev)
+    assert rows[0]["input"] == [records[0].premise, records[0].hypothesis] or \
+        rows[0]["input"] == (records[0].premise, records[0].hypothesis)
+    assert rows[0]["gold"] == records[0].label
+    unlabelled = api.predict("nli", api.fit("nli", api.data_file("nli", "train"), "trivial"), [("가", "나")])
+    assert "gold" not in unlabelled[0]
+
+
+def test_the_command_prints_tables_and_writes_json(tmp_path):
+    dev = api.data_file("ynat", "dev")
+    predictions = tmp_path / "p.jsonl"
+    runner = CliRunner()
+    assert runner.invoke(main, ["-q", "predict", "ynat", "--input", str(dev), "--output", str(predictions)]
+                         ).exit_code == 0
+    result = runner.invoke(main, ["-q", "report", "ynat", "--gold", str(dev), "--predictions", str(predictions),
+                                  "--errors", "2", "--out", str(tmp_path / "report.json")])
+    assert result.exit_code == 0, result.output
+    assert "per class (title)" in result.output and "confusion" in result.output and "gold:" in result.output
+    written = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    assert len(written["errors"]) == 2 and written["classes"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"guid": "nobody", "label": "정치"}\n', encoding="utf-8")
+    refused = runner.invoke(main, ["-q", "report", "ynat", "--gold", str(dev), "--predictions", str(bad)])
+    assert refused.exit_code != 0 and refused.output.startswith("Error:")
