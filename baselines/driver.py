@@ -207,10 +207,17 @@ def with_inputs(task: TaskSpec, records: Sequence, rows: list[dict]) -> list[dic
     record is labelled, its gold ('gold', as targets gives it), so that a prediction file reads on its own:
     a wrong answer can be seen beside its question. Scoring ignores both."""
     for row, plain, gold in zip(rows, task.plain_inputs(records), task.targets(records)):
-        row["input"] = plain
+        row["input"] = _as_json(plain)
         if not _has_missing(gold):
-            row["gold"] = gold
+            row["gold"] = _as_json(gold)
     return rows
+
+
+def _as_json(value: Any) -> Any:
+    """Tuples as lists, all the way down: a row then equals what its JSON line reads back as."""
+    if isinstance(value, (list, tuple)):
+        return [_as_json(part) for part in value]
+    return value
 
 
 def check_gold(task: TaskSpec, records: Sequence, path: Path) -> None:

@@ -58,8 +58,7 @@ def test_predictions_carry_their_input_and_gold():
     dev = api.data_file("nli", "dev")
     rows = api.predict("nli", api.fit("nli", api.data_file("nli", "train"), "trivial"), dev)
     records = api.load("nli", dev)
-    assert rows[0]["input"] == [records[0].premise, records[0].hypothesis] or \
-        rows[0]["input"] == (records[0].premise, records[0].hypothesis)
+    assert rows[0]["input"] == [records[0].premise, records[0].hypothesis]
     assert rows[0]["gold"] == records[0].label
     unlabelled = api.predict("nli", api.fit("nli", api.data_file("nli", "train"), "trivial"), [("가", "나")])
     assert "gold" not in unlabelled[0]
