@@ -475,7 +475,8 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
     if report["errors"]:
         click.echo(f"\nworst errors ({report['unit']})")
         for error in report["errors"]:
-            click.echo(f"{error['guid']}: {_shown_input(error['input'])}\n  gold:      {error['gold']}\n  predicted: {error['predicted']}")
+            click.echo(f"{error['guid']}: {_shown_input(error['input'])}\n  gold:      {error['gold']}\n"
+                       f"  predicted: {error['predicted']}")
 
 
 @main.command("reproduce")
