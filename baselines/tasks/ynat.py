@@ -176,7 +176,8 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
         return self.vectorizer_.transform(self._analyses(records))
 
     def predict_proba(self, X: Sequence) -> np.ndarray:
-        return self.classifier_.predict_proba(self._explained_matrix(self._fitted_records(X)))
+        records = self._fitted_records(X)  # first: NotFittedError before any fitted attribute is touched
+        return self.classifier_.predict_proba(self._explained_matrix(records))
 
     def predict(self, X: Sequence) -> np.ndarray:
         probabilities = self.predict_proba(X)
