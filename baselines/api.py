@@ -148,6 +148,21 @@ def train(task: str, out: PathLike, model: str | None = None, *, data_dir: PathL
     return out
 
 
+def saved_or_fitted(task: str, model_file: PathLike | None = None, model: str | None = None, *,
+                    data_dir: PathLike | None = None, train: PathLike | None = None, seed: int = 0,
+                    pos: str | None = None, log: Log = _quiet, **params: Any) -> Any:
+    """The model that `predict` and `explain` use: the one saved in `model_file`, else `model` (see
+    `model_name` for `pos`) fitted on the training file. Hyper-parameters, a model name or `pos` with a
+    saved model are a UsageError: a saved model has its own."""
+    if model_file is not None:
+        if params or model is not None or pos is not None:
+            raise driver.UsageError("--param, --pos and a model name set up a model to train: a saved --model FILE "
+                                    "has its own")
+        return load_model(task, model_file)[1]
+    return fit(task, training_file(task, data_dir, train, log), model_name(task, model, pos), seed=seed,
+               data_dir=data_dir, log=log, **params)
+
+
 def load_model(task: str, path: PathLike) -> tuple[str, Any]:
     """(model name, model) of a file that `train` wrote. Its header is checked before the model is read; a
     file saved without the `secure` extra is a pickle, which can run code: load those only from a trusted
@@ -156,12 +171,17 @@ def load_model(task: str, path: PathLike) -> tuple[str, Any]:
     return metadata["model"], estimator
 
 
+def _input_records(spec: TaskSpec, inputs: PathLike | Sequence) -> list:
+    """Records of an input file (official or raw JSONL), of records, or of plain inputs."""
+    return load(spec.code, inputs) if _is_path(inputs) else spec.as_records(list(inputs))
+
+
 def predict(task: str, model: Any, inputs: PathLike | Sequence) -> list[dict]:
     """Prediction rows as `predict` writes them (one dict per input, keyed by guid, with the input and any
     gold label beside the prediction; plain inputs are named 'input-N'). `inputs` is a file, records, or
     plain inputs."""
     spec = get_task(task)
-    records = load(task, inputs) if _is_path(inputs) else spec.as_records(list(inputs))
+    records = _input_records(spec, inputs)
     return driver.with_inputs(spec, records, spec.predict(model, records))
 
 
@@ -179,14 +199,8 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
     if output is not None:
         check_output_file(Path(output))
     records = load(task, inputs)  # read before any training: a bad input fails at once
-    if model_file is not None:
-        if params or model is not None or pos is not None:
-            raise driver.UsageError("--param, --pos and a model name set up a model to train: a saved --model FILE "
-                                    "has its own")
-        _name, estimator = load_model(task, model_file)
-    else:
-        estimator = fit(task, training_file(task, data_dir, train, log), model_name(task, model, pos), seed=seed,
-                        data_dir=data_dir, log=log, **params)
+    estimator = saved_or_fitted(task, model_file, model, data_dir=data_dir, train=train, seed=seed, pos=pos, log=log,
+                                **params)
     rows = driver.with_inputs(spec, records, spec.predict(estimator, records))
     if output is not None:
         if output_format == "tsv":
@@ -222,12 +236,11 @@ def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence 
     explanation: dict[str, Any] = {"task": task, "estimator": type(model).__name__, "sections": {
         section: listed(weights) for section, weights in model.top_features(top_k).items()}}
     if inputs is not None:
-        records = load(task, inputs) if _is_path(inputs) else spec.as_records(list(inputs))
-        pushed = model.feature_contributions(records, per_input)
+        records = _input_records(spec, inputs)
         explanation["examples"] = [
-            {"guid": spec.record_id(record), "input": plain, "prediction": str(label), "features": listed(features)}
-            for record, plain, label, features in zip(records, spec.plain_inputs(records), model.predict(records),
-                                                      pushed)]
+            {"guid": spec.record_id(record), "input": plain, "prediction": label, "features": listed(features)}
+            for record, plain, (label, features) in zip(records, spec.plain_inputs(records),
+                                                        model.feature_contributions(records, per_input))]
     return explanation
 
 
@@ -241,8 +254,6 @@ def evaluate(task: str, model: str | Any = None, *, model_file: PathLike | None 
     spec = get_task(task)
     fitted = None
     if model_file is not None or (model is not None and not isinstance(model, str)):
-        if params or cv:
-            raise driver.UsageError("--param and --cv set up a model to train: a saved or fitted model has its own")
         fitted = load_model(task, model_file) if model_file is not None else (type(model).__name__, model)
         model = None
     data = locate(task, data_dir, train=train, dev=dev, log=log)
@@ -330,14 +341,11 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     dev file is never read), and write the report, best first, to results_dir/tuning/<task>-<model>.json.
     Returns the report and that path."""
     spec = get_task(task)
-    data = locate(task, data_dir, train=train, log=log)
-    if data.train is None:
-        raise driver.UsageError(f"no training file for {task}: give --train FILE or --data-dir")
+    path = training_file(task, data_dir, train, log)
     folder = Path(results_dir) / "tuning"
     check_output_folder(folder)
-    records = spec.load(data.train)
-    driver.check_labelled(spec, records, data.train)
-    task_resources = spec.load_resources(data.extras)
+    records, _targets = load_xy(task, path)
+    task_resources = resources(task, data_dir, path)
     name, estimator = driver.build_model(spec, model, seed, task_resources)
     grid = {key: list(values) for key, values in grid.items()}
     driver.check_params(name, estimator, grid)
@@ -347,7 +355,7 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     if problem:
         raise driver.UsageError(f"--folds {folds}: {problem}")
     report = tuning.grid_search(spec, estimator, records, task_resources, grid, spec.headline[0], folds, seed, log)
-    report.update({"task": task, "model": name, "train": driver.describe_file(data.train, len(records))})
+    report.update({"task": task, "model": name, "train": driver.describe_file(path, len(records))})
     if command is not None:
         report["command"] = command
     report["versions"] = driver.versions()
@@ -393,14 +401,19 @@ def score(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence
           data_dir: PathLike | None = None) -> dict[str, float]:
     """The official metrics (x100) and their breakdowns. `gold` is a labelled file or labelled records;
     `predictions` a file in any format `score` reads, a list of prediction dicts, or MRC's {id: answer}."""
-    spec = get_task(task)
+    return _scored(get_task(task), gold, predictions, data_dir)[2]
+
+
+def _scored(spec: TaskSpec, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict,
+            data_dir: PathLike | None) -> tuple[list, list[dict], dict[str, float]]:
+    """(gold records, prediction rows, official metrics), every check of `score` made on the way."""
     gold_path = Path(gold) if _is_path(gold) else None
     records = spec.load(gold_path) if gold_path else list(gold)
     driver.check_gold(spec, records, gold_path or Path("<records>"))
     extras = driver.resolve_data(spec, data_dir, dev=gold_path).extras
     rows = _prediction_rows(spec, predictions)
     try:
-        return spec.score(records, rows, spec.load_resources(extras))
+        return records, rows, spec.score(records, rows, spec.load_resources(extras))
     except PredictionError as error:
         if _is_path(predictions):
             raise PredictionError(f"{predictions}: {error}") from None
@@ -413,9 +426,8 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
     recall, F1 and support, and the confusion matrix, where the task has classes; and the `errors` records
     that are most wrong (a confident error first), with their input, gold and prediction."""
     spec = get_task(task)
-    metrics = score(task, gold, predictions, data_dir=data_dir)  # every check of `score` first
-    records = spec.load(Path(gold)) if _is_path(gold) else list(gold)
-    aligned = align_predictions(records, _prediction_rows(spec, predictions), spec.record_id)
+    records, rows, metrics = _scored(spec, gold, predictions, data_dir)
+    aligned = align_predictions(records, rows, spec.record_id)
     comparison = spec.compare(records, aligned)
     built: dict[str, Any] = {"task": task, "unit": comparison.unit, "metrics": results.jsonable_scores(metrics, 4)}
     if comparison.gold:

@@ -288,13 +288,10 @@ def explain(ctx, task: str, model_path, top_k: int, input_path, data_dir, train_
             as_json: bool) -> None:
     """Show what a model learnt (its strongest features per class or label) and, with --input, why it
     predicted what it did."""
-    log = console(ctx).log
-    if model_path is not None:
-        _name, model = api.load_model(task, model_path)
-    else:
+    if model_path is None:  # refused before any training, not after it
         api.check_explainable(task, api.make_model(task, data_dir=data_dir, **params), input_path is not None)
-        model = api.fit(task, api.training_file(task, data_dir, train_file, log), seed=seed, data_dir=data_dir,
-                        log=log, **params)
+    model = api.saved_or_fitted(task, model_path, data_dir=data_dir, train=train_file, seed=seed, log=console(ctx).log,
+                                **params)
     explanation = api.explain(task, model, top_k, input_path, per_input=top_k)
     if as_json:
         click.echo(json.dumps(explanation, ensure_ascii=False, indent=2))

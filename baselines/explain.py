@@ -2,8 +2,8 @@
 
 Every explainable model has ``top_features(top_k)``: named sections (a class, a label, the transitions)
 of (feature, weight) pairs, strongest first. The linear classifiers (YNAT, NLI, RE) also have
-``feature_contributions(X, top_k)``: for each input, the features that pushed it most towards the class
-it was given, each as weight x value (its share of that class's score before the softmax).
+``feature_contributions(X, top_k)``: for each input, the class it was given and the features that pushed
+it most towards that class, each as weight x value (its share of that class's score before the softmax).
 """
 from __future__ import annotations
 
@@ -76,11 +76,12 @@ class LinearExplanation:
         check_is_fitted(self)
         return linear_top_features(self._explained_names(), self.classifier_, top_k)
 
-    def feature_contributions(self, X: Sequence, top_k: int = 5) -> list[Weights]:
+    def feature_contributions(self, X: Sequence, top_k: int = 5) -> list[tuple[str, Weights]]:
+        """(predicted label, its strongest contributions) per input."""
         records = self._fitted_records(X)
-        labels = self.predict(records)
-        return contributions(self._explained_matrix(records), self._explained_names(), self.classifier_, labels,
-                             top_k)
+        labels = [str(label) for label in self.predict(records)]
+        return list(zip(labels, contributions(self._explained_matrix(records), self._explained_names(),
+                                              self.classifier_, labels, top_k)))
 
 
 def explainable(model: Any) -> bool:

@@ -28,8 +28,7 @@ class Comparison:
 def per_class(comparison: Comparison) -> list[dict[str, Any]]:
     """Precision, recall and F1 (x100) and gold support of each class, from scikit-learn's
     precision_recall_fscore_support (0 where a class is never predicted or never gold)."""
-    labels = sorted(set(comparison.gold) | set(comparison.predicted) - {comparison.outside})
-    labels = [label for label in labels if label != comparison.outside]
+    labels = sorted((set(comparison.gold) | set(comparison.predicted)) - {comparison.outside})
     if not labels:
         return []
     precision, recall, f1, support = precision_recall_fscore_support(

@@ -227,6 +227,13 @@ def normalize_mrc_answer(text: str) -> str:
     return " ".join(_ASCII_PUNCTUATION.sub("", text.lower()).split())
 
 
+def mrc_exact_match(pred: str, answers: Sequence[str]) -> float:
+    """1.0 when the normalised prediction equals one normalised gold answer ('' for an unanswerable
+    question, whose `answers` are []), else 0.0."""
+    prediction = normalize_mrc_answer(pred)
+    return max(float(prediction == normalize_mrc_answer(g)) for g in list(answers) or [""])
+
+
 def mrc_rouge_w(pred: str, gold: str) -> float:
     """The official 'ROUGE-W': character F1 of the longest common consecutive substring, found as the
     official code finds it, by difflib.SequenceMatcher with its default autojunk. For a gold answer of 200
@@ -260,10 +267,9 @@ def score_mrc(
         raise ValueError("mrc: nothing to score")
     groups: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for question_id, answers in gold_answers.items():
-        candidates = list(answers) or [""]
         prediction = pred[question_id]
-        exact = max(float(normalize_mrc_answer(prediction) == normalize_mrc_answer(g)) for g in candidates)
-        rouge = max(mrc_rouge_w(prediction, g) for g in candidates)
+        exact = mrc_exact_match(prediction, answers)
+        rouge = max(mrc_rouge_w(prediction, g) for g in list(answers) or [""])
         pair = (exact, rouge)
         groups["all"].append(pair)
         groups["answerable" if answers else "unanswerable"].append(pair)

@@ -155,7 +155,7 @@ def label_predictions(model: Any, records: Sequence, digits: int = 6) -> list[di
     return rows
 
 
-def compare_labels(records: Sequence, aligned: Sequence[dict], gold: Sequence[str], unit: str):
+def compare_labels(aligned: Sequence[dict], gold: Sequence[str], unit: str) -> Comparison:
     """A Comparison of a classifier's labels: one unit per record; an error's weight is the probability
     the model gave its wrong label (1 without probabilities), so confident errors come first."""
     predicted = [str(row["label"]) for row in aligned]

@@ -407,10 +407,11 @@ def compare(records: Sequence[NerSentence], aligned: Sequence[dict]) -> Comparis
         gold = {(start, end): kind for kind, start, end in scoring.iob2_entities(_scored_tags(record, record.tags))}
         pred = {(start, end): kind for kind, start, end in
                 scoring.iob2_entities(_scored_tags(record, prediction["tags"]))}
-        for span in sorted(gold.keys() | pred.keys()):
+        spans = sorted(gold.keys() | pred.keys())
+        for span in spans:
             comparison.gold.append(gold.get(span, "O"))
             comparison.predicted.append(pred.get(span, "O"))
-        comparison.wrong.append(float(sum(gold.get(span) != pred.get(span) for span in gold.keys() | pred.keys())))
+        comparison.wrong.append(float(sum(gold.get(span) != pred.get(span) for span in spans)))
         comparison.shown.append(tuple(", ".join(f"{text[start:end]}/{kind}" for (start, end), kind in
                                                 sorted(entities.items())) or "-" for entities in (gold, pred)))
     return comparison

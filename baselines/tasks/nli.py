@@ -209,7 +209,7 @@ def inference_classifier(random_state: int = 0, resources: dict | None = None) -
 
 
 def compare(records: Sequence, aligned: Sequence[dict]):
-    return compare_labels(records, aligned, targets(records), "sentence pair")
+    return compare_labels(aligned, targets(records), "sentence pair")
 
 
 TASK = TaskSpec(

@@ -362,7 +362,7 @@ def relation_classifier(random_state: int = 0, resources: dict | None = None) ->
 
 
 def compare(records: Sequence, aligned: Sequence[dict]):
-    return compare_labels(records, aligned, targets(records), "entity pair")
+    return compare_labels(aligned, targets(records), "entity pair")
 
 
 TASK = TaskSpec(

@@ -189,7 +189,7 @@ def topic_classifier(random_state: int = 0, resources: dict | None = None) -> To
 
 
 def compare(records: Sequence, aligned: Sequence[dict]):
-    return compare_labels(records, aligned, targets(records), "title")
+    return compare_labels(aligned, targets(records), "title")
 
 
 TASK = TaskSpec(

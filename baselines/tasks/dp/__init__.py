@@ -489,7 +489,7 @@ def compare(records: Sequence[DpSentence], aligned: Sequence[dict]) -> Compariso
         pred = list(zip(prediction["heads"], prediction["deprels"]))
         comparison.gold.extend(deprel for _head, deprel in gold)
         comparison.predicted.extend(str(deprel) for _head, deprel in pred)
-        wrong = [index for index, (g, p) in enumerate(zip(gold, pred)) if tuple(g) != tuple(p)]
+        wrong = [index for index, (g, p) in enumerate(zip(gold, pred)) if g != p]
         comparison.wrong.append(len(wrong) / len(words) if words else 0.0)
         comparison.shown.append(tuple(" ".join(f"{words[i].form}->{arcs[i][0]}/{arcs[i][1]}" for i in wrong)
                                       for arcs in (gold, pred)))

@@ -53,10 +53,11 @@ def compare(records: Sequence[MrcQuestion], aligned: Sequence[dict]) -> Comparis
     its confident errors first."""
     comparison = Comparison("question")
     for answers, prediction in zip(targets(records), aligned):
-        gold = {scoring.normalize_mrc_answer(answer) for answer in answers} or {""}
-        right = scoring.normalize_mrc_answer(prediction["answer"]) in gold
         belief = prediction.get("belief")
-        comparison.wrong.append(0.0 if right else 2.0 + belief if isinstance(belief, (int, float)) else 1.0)
+        if scoring.mrc_exact_match(prediction["answer"], answers):
+            comparison.wrong.append(0.0)
+        else:
+            comparison.wrong.append(2.0 + belief if isinstance(belief, (int, float)) else 1.0)
         comparison.shown.append((" | ".join(answers) or "(no answer)", prediction["answer"] or "(no answer)"))
     return comparison
 
