@@ -286,8 +286,8 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
                          f"{task.dev_file}")
     if fitted is not None:
         if cv or params or train_fraction != 1:
-            raise UsageError("cross-fitting, hyper-parameters and training fractions set up a model to train: a "
-                             "saved or fitted model is scored as it is")
+            raise UsageError("--cv, --param and training fractions set up a model to train: a saved or fitted "
+                             "model has its own, and is scored as it is")
         data = TaskData(None, data.dev, data.extras, data.source, data.is_sample)
     elif data.train is None and not cv:
         raise UsageError(f"no training file for {task.code} ({task.train_file}): give --train FILE, or "
