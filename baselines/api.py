@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from sklearn.base import clone
 
-from baselines import driver, persistence, results, tuning
+from baselines import driver, persistence, plots, results, tuning
 from baselines import report as teaching
 from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
                               read_text, write_json_atomic, write_jsonl_atomic)
@@ -265,10 +265,12 @@ def evaluate(task: str, model: str | Any = None, *, model_file: PathLike | None 
 def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLike | None = None,
         train: PathLike | None = None, dev: PathLike | None = None, cv: int = 0, seed: int = 0,
         pos: str | None = None, results_dir: PathLike | None = None, predictions_dir: PathLike | None = None,
-        command: str | None = None, log: Log = _quiet, **params: Any) -> list[dict]:
+        plots_dir: PathLike | None = None, command: str | None = None, log: Log = _quiet,
+        **params: Any) -> list[dict]:
     """Train and evaluate each task (all eight by default) as `run` does, and return their records. Records go
     to results_dir (default ./results) and its README.md, except that scores on the shipped sample are
-    written only where results_dir is given. With predictions_dir, the scored predictions are written too.
+    written only where results_dir is given. With predictions_dir, the scored predictions are written too;
+    with plots_dir, each run's report figures (see report_figures) and the results chart (results_figure).
     `command` is recorded as the command that produced the results (`reproduce` reruns it)."""
     codes = list(tasks) or list(TASK_CODES)
     if (train or dev) and len(codes) != 1:
@@ -281,6 +283,7 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
     for folder in (predictions_dir, results_dir or "results"):
         if folder is not None:
             check_output_folder(Path(folder))
+    plots_dir = _figures_folder(plots_dir)
     for code, data in task_data.items():
         if data.is_sample and results_dir is not None:
             results.check_sample_can_be_recorded(Path(results_dir), code)
@@ -297,33 +300,43 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
             path = Path(predictions_dir) / f"{results.run_file_stem(record)}.jsonl"
             write_jsonl_atomic(path, predictions)
             log(f"{code}: predictions written to {path}")
+        if plots_dir is not None:
+            built = report(code, data.dev, predictions, errors=0, data_dir=data_dir)
+            for path in report_figures(built, plots_dir, results.run_file_stem(record)):
+                log(f"{code}: figure written to {path}")
         folder = results.destination(results_dir, data.is_sample)
         if folder is not None:
             log(f"{code}: recorded in {results.record_run(folder, record)}")
     folder = results.destination(results_dir, any(data.is_sample for data in task_data.values()))
     if folder is not None:
         results.regenerate_readme(folder)
+    if plots_dir is not None and results.chart_rows(_runs_by_task(folder or records)):
+        log(f"results chart written to {results_figure(folder or records, plots_dir)}")
     return records
 
 
 def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1), model: str | None = None, *,
                    data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
-                   cv: int = 0, seed: int = 0, results_dir: PathLike | None = None, command: str | None = None,
-                   log: Log = _quiet, **params: Any) -> dict:
+                   cv: int = 0, seed: int = 0, results_dir: PathLike | None = None,
+                   plots_dir: PathLike | None = None, command: str | None = None, log: Log = _quiet,
+                   **params: Any) -> dict:
     """The dev scores of a model trained on growing shares of its training records (whole passages or
     dialogues), as `bench learning-curve` reports them; written to results_dir/learning-curve/ (default
-    ./results; on the shipped sample only where results_dir is given)."""
+    ./results; on the shipped sample only where results_dir is given), and drawn in plots_dir when given
+    (see learning_curve_figure)."""
     spec = get_task(task)
     data = locate(task, data_dir, train, dev, log)
     folder = results.destination(results_dir, data.is_sample)
     if folder is not None:
         check_output_folder(folder / "learning-curve")
+    plots_dir = _figures_folder(plots_dir)
     points = []
     for fraction in fractions:
         record, _predictions = driver.evaluate_task(spec, data, model_name=model, seed=seed, cv=cv, log=log,
                                                     train_fraction=fraction, params=params or None)
         points.append({"fraction": fraction, **{
-            key: record[key] for key in ("trained_on", "headline", "metrics", "seconds", "peak_rss_mb")}})
+            key: record[key] for key in ("trained_on", "headline", "fold_headline", "metrics", "seconds", "peak_rss_mb")
+            if key in record}})
         log(f"{task}: {fraction:g} of the training data: "
             + ", ".join(f"{k} {results.format_score(v)}" for k, v in record["headline"].items()))
     report = results.learning_curve_report(record, points, command)
@@ -331,6 +344,8 @@ def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1),
         path = folder / "learning-curve" / f"{results.run_file_stem(record)}.json"
         write_json_atomic(path, report)
         log(f"{task}: written to {path}")
+    if plots_dir is not None:
+        log(f"{task}: figure written to {learning_curve_figure(report, plots_dir)}")
     return report
 
 
@@ -421,11 +436,13 @@ def _scored(spec: TaskSpec, gold: PathLike | Sequence, predictions: PathLike | S
 
 
 def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict, *,
-           errors: int = 10, data_dir: PathLike | None = None) -> dict:
+           errors: int = 10, data_dir: PathLike | None = None, plots_dir: PathLike | None = None) -> dict:
     """A teaching report: the official metrics; per class (a topic, an entity type, a relation) precision,
     recall, F1 and support, and the confusion matrix, where the task has classes; and the `errors` records
-    that are most wrong (a confident error first), with their input, gold and prediction."""
+    that are most wrong (a confident error first), with their input, gold and prediction. With plots_dir,
+    its figures are drawn there too (see report_figures) and listed under 'figures'."""
     spec = get_task(task)
+    plots_dir = _figures_folder(plots_dir)
     records, rows, metrics = _scored(spec, gold, predictions, data_dir)
     aligned = align_predictions(records, rows, spec.record_id)
     comparison = spec.compare(records, aligned)
@@ -435,7 +452,66 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
         built["confusion"] = teaching.confusion(comparison)
     built["errors"] = teaching.worst_errors(comparison, [spec.record_id(r) for r in records],
                                             spec.plain_inputs(records), errors)
+    if plots_dir is not None:
+        built["figures"] = [str(path) for path in report_figures(built, plots_dir)]
     return built
+
+
+def _runs_by_task(runs: PathLike | Sequence[dict]) -> dict[str, dict]:
+    """{task: {run name: record}} of a results folder, or of run records."""
+    if _is_path(runs):
+        return results.all_runs(Path(runs))
+    by_task: dict[str, dict] = {}
+    for record in runs:
+        by_task.setdefault(record["task"], {})[results.run_name(record)] = record
+    return by_task
+
+
+def _figures_folder(folder: PathLike | None) -> Path | None:
+    """The folder figures go to, checked (the plots extra installed, the folder writable) before any long
+    work; None stays None."""
+    if folder is None:
+        return None
+    try:
+        plots.check_available()
+    except plots.PlotsUnavailable as error:
+        raise driver.UsageError(str(error)) from None
+    check_output_folder(Path(folder))
+    return Path(folder)
+
+
+def report_figures(built: dict, folder: PathLike, stem: str | None = None) -> list[Path]:
+    """The figures of a report (as `report` returns it) where the task has classes: the confusion heat map
+    <stem>-confusion.png and F1 per class beside chance <stem>-f1-per-class.png (stem: the task code).
+    Needs the `plots` extra."""
+    folder, stem = _figures_folder(folder), stem or built["task"]
+    title = f"{built['task'].upper()}: {{}} (one count per {built['unit']})"
+    written = []
+    if built.get("confusion"):
+        written.append(plots.confusion_heatmap(built["confusion"]["labels"], built["confusion"]["matrix"],
+                                               title.format("confusion matrix"), folder / f"{stem}-confusion.png"))
+    if built.get("classes"):
+        written.append(plots.f1_bars(built["classes"], title.format("F1 per class"),
+                                     folder / f"{stem}-f1-per-class.png"))
+    return written
+
+
+def learning_curve_figure(curve: dict, folder: PathLike) -> Path:
+    """A learning curve (as `learning_curve` returns it, or its file) drawn as <task>-<model>-learning-curve.png,
+    with the spread of the per-fold scores where it was cross-fitted. Needs the `plots` extra."""
+    folder = _figures_folder(folder)
+    return plots.learning_curve(curve, folder / f"{results.run_file_stem(curve)}-learning-curve.png")
+
+
+def results_figure(runs: PathLike | Sequence[dict], folder: PathLike) -> Path:
+    """The results chart, results.png: each task's headline scores between its trivial floor and the neural
+    anchors, from a results folder (every recorded run) or from run records such as `run` returns. Needs the
+    `plots` extra."""
+    folder = _figures_folder(folder)
+    rows = results.chart_rows(_runs_by_task(runs))
+    if not rows:
+        raise driver.UsageError("no recorded scores of the tasks' default models to chart")
+    return plots.results_chart(rows, folder / "results.png")
 
 
 def task_spec(task: str) -> TaskSpec:

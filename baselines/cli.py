@@ -97,6 +97,12 @@ model_name_option = click.option("--model", "model_name", default=None,
                                  help="Model to train: the task's default, or 'trivial' for the floor.")
 
 
+plots_option = click.option(
+    "--plots", "plots_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Also draw the figures as PNG files in this folder (needs the plots extra: "
+         'pip install "klue-baselines[plots]").')
+
+
 def evaluation_options(command: Callable) -> Callable:
     """The options that say what `run` and `bench learning-curve` train and evaluate, in this order."""
     for option in reversed((model_name_option, param_option, data_dir_option, train_option, dev_option, cv_option,
@@ -316,14 +322,16 @@ def explain(ctx, task: str, model_path, top_k: int, input_path, data_dir, train_
 @click.option("--predictions-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also write the predictions that were scored (out-of-fold with --cv) to "
                    "<task>-<model>.jsonl here, as `score --predictions` reads them.")
+@plots_option
 @click.pass_context
 @friendly_errors
 def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv: int, seed: int, pos,
-        results_dir, predictions_dir) -> None:
-    """Train and evaluate (all tasks by default), print the table and record results/."""
+        results_dir, predictions_dir, plots_dir) -> None:
+    """Train and evaluate (all tasks by default), print the table and record results/. With --plots: each
+    task's confusion matrix and F1 per class, and the results chart."""
     records = api.run(task_codes, model_name, data_dir=data_dir, train=train_file, dev=dev_file, cv=cv, seed=seed,
-                      pos=pos, results_dir=results_dir, predictions_dir=predictions_dir, command=command_line(),
-                      log=console(ctx).log, **params)
+                      pos=pos, results_dir=results_dir, predictions_dir=predictions_dir, plots_dir=plots_dir,
+                      command=command_line(), log=console(ctx).log, **params)
     _print_table(["task", "model", "metric", "score", "protocol"],
                  [[record["task"], record["model"], metric, results.format_score(value), record["protocol"]]
                   for record in records for metric, value in record["headline"].items()])
@@ -401,15 +409,16 @@ def _fractions(_ctx, _param, value: str) -> list[float]:
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where learning-curve/<task>-<model>.json goes (default: ./results; with the shipped sample, "
                    "nothing is written unless this is given).")
+@plots_option
 @click.pass_context
 @friendly_errors
 def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_name, params, data_dir, train_file,
-                                 dev_file, cv: int, seed: int, results_dir) -> None:
+                                 dev_file, cv: int, seed: int, results_dir, plots_dir) -> None:
     """The dev scores of a model trained on growing shares of its training data: how far more data would
-    take it."""
+    take it. With --plots: the curve, with the spread between folds under --cv."""
     report = api.learning_curve(task, fractions, model_name, data_dir=data_dir, train=train_file, dev=dev_file, cv=cv,
-                                seed=seed, results_dir=results_dir, command=command_line(), log=console(ctx).log,
-                                **params)
+                                seed=seed, results_dir=results_dir, plots_dir=plots_dir, command=command_line(),
+                                log=console(ctx).log, **params)
     points = report["points"]
     headline = list(points[0]["headline"])
     click.echo("  ".join(["fraction", "trained on"] + headline))
@@ -448,15 +457,18 @@ def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_
               help="How many of the worst errors to show.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the whole report as JSON here.")
+@plots_option
 @data_dir_option
 @click.pass_context
 @friendly_errors
-def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, error_count: int, out_path, data_dir):
+def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, error_count: int, out_path, plots_dir,
+                   data_dir):
     """Per-class precision, recall, F1 and support, the confusion matrix and the worst errors of anyone's
-    predictions: what a class looks at after the score."""
+    predictions: what a class looks at after the score. With --plots: the confusion heat map and F1 per
+    class beside chance."""
     if out_path is not None:
         check_output_file(out_path)
-    report = api.report(task, gold_path, predictions_path, errors=error_count, data_dir=data_dir)
+    report = api.report(task, gold_path, predictions_path, errors=error_count, data_dir=data_dir, plots_dir=plots_dir)
     if out_path is not None:
         write_json_atomic(out_path, report)
     headline = api.task_spec(task).headline
@@ -474,6 +486,8 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
         for error in report["errors"]:
             click.echo(f"{error['guid']}: {_shown_input(error['input'])}\n  gold:      {error['gold']}\n"
                        f"  predicted: {error['predicted']}")
+    for path in report.get("figures", []):
+        console(ctx).log(f"figure written to {path}")
 
 
 @main.command("reproduce")

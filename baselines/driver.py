@@ -326,6 +326,9 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         log(f"{task.code}: predicting {len(dev_records)} records")
         predictions = watch.measure("predict", lambda: task.predict(model, dev_records))
     metrics = watch.measure("score", lambda: task.score(dev_records, predictions, resources))
+    fold_headline = watch.measure("score", lambda: [
+        _headline(task, task.score([dev_records[i] for i in fold], [predictions[i] for i in fold], resources))
+        for fold in folds]) if cv else None
     with_inputs(task, dev_records, predictions)
     files = [describe_file(data.dev, len(dev_records))]
     if data.train:
@@ -340,7 +343,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         "data_source": data.source,
         "sample": data.is_sample,
         "metrics": jsonable_scores(metrics, 6),
-        "headline": jsonable_scores({key: metrics[key] for key in task.headline if key in metrics}, 4),
+        "headline": _headline(task, metrics),
         "files": files,
         "hyper_parameters": _jsonable_params(model),
         "seed": seed,
@@ -354,7 +357,14 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     if train_fraction != 1:
         record["train_fraction"] = train_fraction
     record["trained_on"] = trained_on  # records per fit: one, or one per fold
+    if fold_headline is not None:
+        record["fold_headline"] = fold_headline  # each held-out fold scored alone: the spread between splits
     return record, predictions
+
+
+def _headline(task: TaskSpec, metrics: dict[str, float]) -> dict[str, float | None]:
+    """The task's headline metrics, rounded as records keep them."""
+    return jsonable_scores({key: metrics[key] for key in task.headline if key in metrics}, 4)
 
 
 def _protocol(task: TaskSpec, data: TaskData, cv: int, saved_model: bool) -> str:

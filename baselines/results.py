@@ -122,22 +122,46 @@ def _run_cell(run: dict | None, metric: str) -> str:
     return format_score(run["metrics"][metric])
 
 
-def table_rows(runs_by_task: dict[str, dict]) -> list[list[str]]:
-    """One row per task and headline metric: floor, our best non-trivial model, the anchors."""
-    rows = []
+def headline_runs(runs_by_task: dict[str, dict]) -> list[dict]:
+    """One entry per task and headline metric: its trivial run, our best non-trivial run (None where there is
+    no such run) and the published anchors."""
+    entries = []
     for task in all_tasks():
         runs = runs_by_task.get(task.code, {})
         floor = runs.get("trivial")
         ours = runs.get(task.default_model) if task.default_model != "trivial" else None
         for metric in task.headline:
-            anchors = ANCHORS.get(task.code, {}).get(metric, (None, None))
-            rows.append([
-                task.code, metric,
-                _run_cell(floor, metric), _run_cell(ours, metric),
-                *("-" if anchor is None else format_score(anchor) for anchor in anchors),
-                (ours or floor or {}).get("protocol", "-"),
-            ])
-    return rows
+            mbert, roberta = ANCHORS.get(task.code, {}).get(metric, (None, None))
+            entries.append({"task": task.code, "metric": metric, "floor_run": floor, "ours_run": ours,
+                            "mbert": mbert, "roberta": roberta})
+    return entries
+
+
+def table_rows(runs_by_task: dict[str, dict]) -> list[list[str]]:
+    """One row per task and headline metric: floor, our best non-trivial model, the anchors."""
+    return [[entry["task"], entry["metric"], _run_cell(entry["floor_run"], entry["metric"]),
+             _run_cell(entry["ours_run"], entry["metric"]),
+             *("-" if anchor is None else format_score(anchor) for anchor in (entry["mbert"], entry["roberta"])),
+             (entry["ours_run"] or entry["floor_run"] or {}).get("protocol", "-")]
+            for entry in headline_runs(runs_by_task)]
+
+
+def chart_rows(runs_by_task: dict[str, dict]) -> list[dict]:
+    """The results chart's rows (baselines.plots.results_chart): the scores of table_rows as numbers, None
+    where there is no run or the score is undefined; rows without our score are left out."""
+    def score(run: dict | None, metric: str) -> float | None:
+        value = (run or {}).get("metrics", {}).get(metric)
+        return None if value is None or math.isnan(value) else value
+
+    rows = [{"task": entry["task"], "metric": entry["metric"], "floor": score(entry["floor_run"], entry["metric"]),
+             "ours": score(entry["ours_run"], entry["metric"]), "mbert": entry["mbert"], "roberta": entry["roberta"]}
+            for entry in headline_runs(runs_by_task)]
+    return [row for row in rows if row["ours"] is not None]
+
+
+def all_runs(results_dir: Path) -> dict[str, dict]:
+    """Every task's recorded runs in results_dir, by task code (an empty dict for a task with none)."""
+    return {task.code: load_task_results(results_dir, task.code)["runs"] for task in all_tasks()}
 
 
 HEADER = ["task", "metric", "trivial floor", "klue-baselines", "mBERT-base", "KLUE-RoBERTa-large", "protocol"]
@@ -170,7 +194,7 @@ def update_project_readme(readme: Path, table: str) -> bool:
 def regenerate_readme(results_dir: Path) -> Path:
     """results/README.md from every results/<task>.json: the table, then the command behind each run."""
     results_dir = Path(results_dir)
-    runs_by_task = {task.code: load_task_results(results_dir, task.code)["runs"] for task in all_tasks()}
+    runs_by_task = all_runs(results_dir)
     commands = []
     for code, runs in runs_by_task.items():
         for model, record in sorted(runs.items()):
