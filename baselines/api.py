@@ -450,6 +450,8 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
     if comparison.gold:
         built["classes"] = teaching.per_class(comparison)
         built["confusion"] = teaching.confusion(comparison)
+    if comparison.groups:
+        built["groups"] = {"by": comparison.group_by, "rows": comparison.groups}
     built["errors"] = teaching.worst_errors(comparison, [spec.record_id(r) for r in records],
                                             spec.plain_inputs(records), errors)
     if plots_dir is not None:

@@ -481,6 +481,11 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
         labels, matrix = report["confusion"]["labels"], report["confusion"]["matrix"]
         click.echo("\nconfusion (rows: gold, columns: predicted)")
         _print_table([""] + labels, [[label] + [str(count) for count in row] for label, row in zip(labels, matrix)])
+    if report.get("groups"):
+        rows, columns = report["groups"]["rows"], [key for key in report["groups"]["rows"][0] if key != "group"]
+        click.echo(f"\nper {report['groups']['by']}")
+        _print_table([report["groups"]["by"]] + columns, [[row["group"]] + [
+            f"{row[key]:.2f}" if isinstance(row[key], float) else str(row[key]) for key in columns] for row in rows])
     if report["errors"]:
         click.echo(f"\nworst errors ({report['unit']})")
         for error in report["errors"]:

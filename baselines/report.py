@@ -2,6 +2,7 @@
 matrix, and the errors a class should look at first."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -16,6 +17,8 @@ class Comparison:
     are `outside` (NER's 'O': an entity missed or made up) are kept in the confusion matrix but are not a
     class of the per-class table. For each record, `wrong` says how wrong it is (0: right; the larger, the
     sooner it is shown: a confident error first) and `shown` gives its gold and prediction as text.
+    A task without classes may break its scores down by `group_by` (MRC's question type, WoS's slot): one
+    dict of scores per group in `groups`.
     """
     unit: str
     gold: list[str] = field(default_factory=list)
@@ -23,6 +26,8 @@ class Comparison:
     wrong: list[float] = field(default_factory=list)
     shown: list[tuple[str, str]] = field(default_factory=list)
     outside: str | None = None
+    group_by: str = ""
+    groups: list[dict[str, Any]] = field(default_factory=list)
 
 
 def per_class(comparison: Comparison) -> list[dict[str, Any]]:
@@ -52,3 +57,17 @@ def worst_errors(comparison: Comparison, ids: Sequence[str], inputs: Sequence[An
     return [{"guid": ids[index], "input": inputs[index], "gold": comparison.shown[index][0],
              "predicted": comparison.shown[index][1], "how_wrong": round(comparison.wrong[index], 4)}
             for index in order[:count]]
+
+
+def precision_recall_rows(counts: dict[str, Counter], support_key: str = "support") -> list[dict[str, Any]]:
+    """Precision, recall and F1 (x100) per group from {group: Counter(tp=, fp=, fn=)}, with the gold count
+    (tp + fn) as `support_key`: for scores that are not one label per unit (WoS's slot values)."""
+    rows = []
+    for group, count in sorted(counts.items()):
+        tp, fp, fn = count["tp"], count["fp"], count["fn"]
+        precision = tp / (tp + fp) if tp + fp else 0.0
+        recall = tp / (tp + fn) if tp + fn else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        rows.append({"group": group, "precision": round(100 * precision, 4), "recall": round(100 * recall, 4),
+                     "f1": round(100 * f1, 4), support_key: tp + fn})
+    return rows

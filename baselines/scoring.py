@@ -249,6 +249,11 @@ def mrc_rouge_w(pred: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def mrc_question_scores(prediction: str, answers: Sequence[str]) -> tuple[float, float]:
+    """One question's exact match and ROUGE-W, each the max over its gold answers ('' when it has none)."""
+    return mrc_exact_match(prediction, answers), max(mrc_rouge_w(prediction, g) for g in list(answers) or [""])
+
+
 def score_mrc(
     gold_answers: Mapping[str, Sequence[str]],
     pred: Mapping[str, str],
@@ -267,10 +272,7 @@ def score_mrc(
         raise ValueError("mrc: nothing to score")
     groups: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for question_id, answers in gold_answers.items():
-        prediction = pred[question_id]
-        exact = mrc_exact_match(prediction, answers)
-        rouge = max(mrc_rouge_w(prediction, g) for g in list(answers) or [""])
-        pair = (exact, rouge)
+        pair = mrc_question_scores(pred[question_id], answers)
         groups["all"].append(pair)
         groups["answerable" if answers else "unanswerable"].append(pair)
         if question_types and question_types.get(question_id) is not None:
@@ -310,7 +312,7 @@ def mrc_reader_diagnostics(gold: dict[str, list[str]], predictions: Sequence[dic
     return diagnostics
 
 
-def _slot_of(state_item: str) -> str:
+def wos_slot(state_item: str) -> str:
     domain, slot, _value = state_item.split("-", 2)
     return f"{domain}-{slot}"
 
@@ -335,11 +337,11 @@ def score_wos(gold_states: Sequence[Sequence[str]], pred_states: Sequence[Sequen
     pred_sets = [set(p) for p in pred_states]
     joint = [gold == pred for gold, pred in zip(gold_sets, pred_sets)]
     turn_f1 = [_turn_f1(list(gold), list(pred)) for gold, pred in zip(gold_states, pred_states)]
-    slots = sorted({_slot_of(item) for state in gold_sets + pred_sets for item in state})
+    slots = sorted({wos_slot(item) for state in gold_sets + pred_sets for item in state})
     slot_correct: Counter = Counter()
     for gold, pred in zip(gold_sets, pred_sets):
-        gold_by_slot = {_slot_of(item): item for item in gold}
-        pred_by_slot = {_slot_of(item): item for item in pred}
+        gold_by_slot = {wos_slot(item): item for item in gold}
+        pred_by_slot = {wos_slot(item): item for item in pred}
         for slot in slots:
             slot_correct[slot] += gold_by_slot.get(slot) == pred_by_slot.get(slot)
     result = {"joint_goal_accuracy": float(np.mean(joint)) * 100, "slot_f1": float(np.mean(turn_f1)) * 100}

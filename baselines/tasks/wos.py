@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
@@ -21,7 +21,7 @@ from baselines.dataio import DataError, guid_of, read_json, require, require_lis
 from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_row, records_from
 from baselines.explain import linear_top_features
 from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval
-from baselines.report import Comparison
+from baselines.report import Comparison, precision_recall_rows
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 from features.analysis import analyze
 from features.vectorize import morpheme_tokens, ngrams
@@ -525,10 +525,14 @@ def state_tracker(random_state: int = 0, resources: dict | None = None) -> Dialo
 
 
 def compare(records: Sequence[WosDialogue], aligned: Sequence[dict]) -> Comparison:
-    """States are sets of slot values, so there are no classes (the score's breakdown is per slot). A
-    dialogue is as wrong as its share of user turns with a wrong state; its first wrong turn is shown."""
-    comparison = Comparison("dialogue")
+    """States are sets of slot values, so there are no classes: the groups are the slots, each with the
+    precision, recall and F1 of its values over the user turns. A dialogue is as wrong as its share of user
+    turns with a wrong state; its first wrong turn is shown."""
+    comparison = Comparison("dialogue", group_by="slot")
+    slot_counts: dict[str, Counter] = defaultdict(Counter)
     for gold_states, prediction in zip(targets(records), aligned):
+        for gold, pred in zip(gold_states, prediction["states"]):
+            count_slot_values(slot_counts, gold, pred)
         wrong = [turn for turn, (gold, pred) in enumerate(zip(gold_states, prediction["states"]))
                  if set(gold) != set(pred)]
         comparison.wrong.append(len(wrong) / len(gold_states) if gold_states else 0.0)
@@ -538,7 +542,24 @@ def compare(records: Sequence[WosDialogue], aligned: Sequence[dict]) -> Comparis
                                      f"turn {wrong[0] + 1}: wrongly {sorted(pred - gold)}"))
         else:
             comparison.shown.append(("", ""))
+    comparison.groups = precision_recall_rows(slot_counts, "turns")
     return comparison
+
+
+def count_slot_values(counts: dict[str, Counter], gold: Sequence[str], pred: Sequence[str]) -> None:
+    """Add one turn's slot values to {slot: Counter(tp, fp, fn)}: a predicted value is a true positive when
+    it is the gold value of its slot, else a false positive; a gold value not predicted is a false negative."""
+    gold_values = {scoring.wos_slot(item): item for item in gold}
+    predicted_values = {scoring.wos_slot(item): item for item in pred}
+    for slot in gold_values.keys() | predicted_values.keys():
+        expected, given = gold_values.get(slot), predicted_values.get(slot)
+        if given is not None and given == expected:
+            counts[slot]["tp"] += 1
+            continue
+        if given is not None:
+            counts[slot]["fp"] += 1
+        if expected is not None:
+            counts[slot]["fn"] += 1
 
 
 TASK = TaskSpec(

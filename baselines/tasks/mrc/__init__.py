@@ -48,17 +48,26 @@ def score(records: Sequence[MrcQuestion], predictions: Sequence[dict], resources
 
 
 def compare(records: Sequence[MrcQuestion], aligned: Sequence[dict]) -> Comparison:
-    """Answers are free text, so there are no classes (the score's breakdown is per question type). A
-    question is wrong when its answer is not an exact match; the reader's belief, where it gave one, puts
-    its confident errors first."""
-    comparison = Comparison("question")
-    for answers, prediction in zip(targets(records), aligned):
+    """Answers are free text, so there are no classes: the groups are question types (and answerable or not),
+    each with its exact match and ROUGE-W. A question is wrong when its answer is not an exact match; the
+    reader's belief, where it gave one, puts its confident errors first."""
+    comparison = Comparison("question", group_by="question type")
+    by_group: dict[str, list[tuple[float, float]]] = {}
+    for record, answers, prediction in zip(records, targets(records), aligned):
         belief = prediction.get("belief")
-        if scoring.mrc_exact_match(prediction["answer"], answers):
+        exact, rouge = scoring.mrc_question_scores(prediction["answer"], answers)
+        if exact:
             comparison.wrong.append(0.0)
         else:
             comparison.wrong.append(2.0 + belief if isinstance(belief, (int, float)) else 1.0)
         comparison.shown.append((" | ".join(answers) or "(no answer)", prediction["answer"] or "(no answer)"))
+        by_group.setdefault("answerable" if answers else "unanswerable", []).append((exact, rouge))
+        if record.question_type is not None:
+            by_group.setdefault(f"question_type {record.question_type}", []).append((exact, rouge))
+    comparison.groups = [{"group": group, "questions": len(pairs),
+                          "exact_match": round(100 * sum(e for e, _ in pairs) / len(pairs), 4),
+                          "rouge_w": round(100 * sum(r for _, r in pairs) / len(pairs), 4)}
+                         for group, pairs in sorted(by_group.items())]
     return comparison
 
 
