@@ -129,3 +129,33 @@ def test_predict_dp_raw_text_as_official_tsv_and_score_it(tmp_path):
                            catch_exceptions=False)
     assert scored.exit_code == 0, scored.output
     assert json.loads(scored.output)["metrics"]["uas_micro_f1"] > 50
+
+
+def test_arc_features_of_different_distances_do_not_share_an_index():
+    """The hashed arc features stay in integer arithmetic: a float would fold arcs of different shapes onto one
+    index (it once did, through a signed term in the arc's shape)."""
+    from baselines.tasks.dp import ArcFeaturizer
+    words = [DpWord(f"말{i}", "말", "NNG", 0, "NP") for i in range(1, 16)]
+    sentence = DpSentence("planted", " ".join(w.form for w in words), words)
+    heads, dependents, features = ArcFeaturizer({}, 2 ** 22).arcs(sentence)
+    to_last = heads == len(words)
+    shape_column = 1  # the first template joined with the arc's direction and distance
+    distances = np.abs(heads[to_last] - dependents[to_last])
+    buckets = np.minimum(distances, 5) + (distances > 7) + (distances > 12)
+    indices = features[to_last, shape_column]
+    assert len(set(indices.tolist())) == len(set(buckets.tolist())) == 7
+
+
+def test_the_arc_scorer_shows_its_strongest_features_by_name():
+    from baselines import api
+    model = api.fit("dp", api.data_file("dp", "train"))
+    sections = model.top_features(5)
+    for section, sign in (("arc scorer: for an arc", 1), ("arc scorer: against an arc", -1)):
+        weights = [weight for _name, weight in sections[section]]
+        assert len(weights) == 5 and all(sign * w > 0 for w in weights)
+        assert weights == sorted(weights, reverse=sign > 0)
+        assert all(name.startswith(("h", "h-1", "h+1")) and "=" in name for name, _ in sections[section])
+    named = dict(model.arc_feature_names_)
+    assert {float(model.weights_[index]) for index in named} >= set(
+        weight for section in ("arc scorer: for an arc", "arc scorer: against an arc")
+        for _name, weight in sections[section])

@@ -80,3 +80,40 @@ def test_the_command_prints_tables_and_writes_json(tmp_path):
     bad.write_text('{"guid": "nobody", "label": "정치"}\n', encoding="utf-8")
     refused = runner.invoke(main, ["-q", "report", "ynat", "--gold", str(dev), "--predictions", str(bad)])
     assert refused.exit_code != 0 and refused.output.startswith("Error:")
+
+
+def test_wos_slot_values_count_as_precision_and_recall():
+    from collections import Counter, defaultdict
+
+    from baselines.report import precision_recall_rows
+    from baselines.tasks.wos import count_slot_values
+    counts = defaultdict(Counter)
+    count_slot_values(counts, ["관광-이름-명동 쇼핑-거리", "관광-지역-서울 중앙"], ["관광-이름-명동 쇼핑-거리",
+                                                                      "관광-지역-서울 북쪽", "관광-종류-공원"])
+    assert counts["관광-이름"] == Counter(tp=1) and counts["관광-지역"] == Counter(fp=1, fn=1)
+    assert counts["관광-종류"] == Counter(fp=1)
+    rows = {row["group"]: row for row in precision_recall_rows(counts, "turns")}
+    assert rows["관광-이름"]["f1"] == 100.0 and rows["관광-지역"]["f1"] == 0.0 and rows["관광-종류"]["turns"] == 0
+
+
+def test_tasks_without_classes_break_down_by_group(tmp_path):
+    mrc_dev = api.data_file("mrc", "dev")
+    rows = api.predict("mrc", api.fit("mrc", api.data_file("mrc", "train"), "trivial"), mrc_dev)
+    built = api.report("mrc", mrc_dev, rows)
+    groups = {row["group"]: row for row in built["groups"]["rows"]}
+    assert built["groups"]["by"] == "question type"
+    assert groups["answerable"]["questions"] + groups["unanswerable"]["questions"] == len(rows)
+    for group in ("answerable", "unanswerable"):
+        assert groups[group]["exact_match"] == pytest.approx(built["metrics"][f"exact_match/{group}"], abs=1e-3)
+        assert groups[group]["rouge_w"] == pytest.approx(built["metrics"][f"rouge_w/{group}"], abs=1e-3)
+    wos_dev = api.data_file("wos", "dev")
+    predictions = tmp_path / "wos.jsonl"
+    runner = CliRunner()
+    assert runner.invoke(main, ["-q", "predict", "wos", "--input", str(wos_dev), "--output", str(predictions)]
+                         ).exit_code == 0
+    result = runner.invoke(main, ["-q", "report", "wos", "--gold", str(wos_dev), "--predictions", str(predictions),
+                                  "--errors", "0", "--out", str(tmp_path / "wos-report.json")])
+    assert result.exit_code == 0, result.output
+    assert "per slot" in result.output and "precision" in result.output
+    slots = json.loads((tmp_path / "wos-report.json").read_text(encoding="utf-8"))["groups"]["rows"]
+    assert slots and all(0 <= row["f1"] <= 100 for row in slots)

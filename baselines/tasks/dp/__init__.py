@@ -264,7 +264,9 @@ class ArcFeaturizer:
                     "d": dependents + 1, "d-1": dependents, "d+1": dependents + 2}
         direction = (heads > dependents).astype(np.uint64)
         distance = _bucket(np.abs(heads - dependents)).astype(np.uint64)
-        last = (heads == size).astype(np.uint64) + 2 * (heads == 0)
+        # Every term stays uint64: one signed term would turn the sums into float64, whose 53-bit mantissa
+        # drops the low bits of the wrapped hashes and folds most features onto a few thousand indices.
+        last = (heads == size).astype(np.uint64) + np.uint64(2) * (heads == 0).astype(np.uint64)
         between_predicates = self._predicates_between(sentence, heads, dependents)
         arc_class = (direction * np.uint64(16) + distance) * np.uint64(8) + last * np.uint64(2)
         columns = []
@@ -288,6 +290,39 @@ class ArcFeaturizer:
         low, high = np.minimum(heads, dependents), np.maximum(heads, dependents)
         count = cumulative[np.maximum(high - 1, 0)] - cumulative[low]
         return np.minimum(np.maximum(count, 0), 2).astype(np.uint64)
+
+
+ARC_VARIANTS = 3  # each template's columns: alone, with the arc's shape, with the verbal endings between
+ARC_FEATURES_NAMED = 100  # the strongest arc features a fitted parser names, for and against an arc
+
+
+def _padded_value(rows: list[dict[str, str]], position: int, name: str) -> str:
+    """An attribute at a padded position of ArcFeaturizer.ids: 0 is before the root, len(rows) + 1 after
+    the last eojeol."""
+    if position == 0:
+        return "<start>"
+    return "<end>" if position > len(rows) else rows[position - 1][name]
+
+
+def arc_feature_name(rows: list[dict[str, str]], head: int, dependent: int, column: int) -> str:
+    """The readable name of column `column` of ArcFeaturizer.arcs for the arc head -> dependent, `rows` being
+    the root's and the eojeols' attributes: 'h.last_pos=VV d.last_pos=JKS, head right, distance 1'."""
+    template, variant = divmod(column, ARC_VARIANTS)
+    offsets = {"h": head + 1, "h-1": head, "h+1": head + 2, "d": dependent + 1, "d-1": dependent, "d+1": dependent + 2}
+    name = " ".join(f"{who}.{attribute}={_padded_value(rows, offsets[who], attribute)}"
+                    for who, attribute in ARC_TEMPLATES[template])
+    if variant == 1:
+        distance = int(_bucket(np.array([abs(head - dependent)]))[0])
+        shown = {6: "8-12", 7: "13+"}.get(distance, "5-7" if distance == 5 else str(distance))
+        name += f", head {'right' if head > dependent else 'left'}, distance {shown}"
+        if head == 0:
+            name += ", head is the root"
+        elif head == len(rows) - 1:
+            name += ", head is the last eojeol"
+    elif variant == 2:
+        verbal = sum(row["last_pos"] in ("EC", "EF", "ETM") for row in rows[min(head, dependent) + 1:max(head, dependent)])
+        name += f", {min(verbal, 2)}{'+' if verbal >= 2 else ''} verbal endings between"
+    return name
 
 
 def _relation_features(sentence: DpSentence, attributes: list[dict[str, str]], dependent: int,
@@ -329,6 +364,8 @@ class MstParser(TaskModel, BaseEstimator):
     featurizer_ : ArcFeaturizer
     weights_ : ndarray of shape (dimension,)
         The averaged perceptron weights.
+    arc_feature_names_ : list of (int, str)
+        Readable names of the strongest arc weights, found at fit time (see top_features).
     relation_vectorizer_ : DictVectorizer
     relation_classifier_ : LogisticRegression
 
@@ -398,8 +435,29 @@ class MstParser(TaskModel, BaseEstimator):
                         np.add.at(totals, features[rows].ravel(), sign * step)
                 step += 1
         self.weights_ = weights - totals / step
+        self.arc_feature_names_ = self._name_strongest_arcs(records, arcs)
         self._fit_relations(records)
         return self
+
+    def _name_strongest_arcs(self, records: Sequence[DpSentence], arcs: list) -> list[tuple[int, str]]:
+        """(index, name) of the ARC_FEATURES_NAMED strongest arc weights each way, named from the training
+        arcs they fired on. The features are hashed, so their names exist only here, at fit time; where two
+        features share an index, both names are kept, joined by ' / '."""
+        order = np.argsort(self.weights_, kind="stable")
+        kept = np.concatenate([order[:ARC_FEATURES_NAMED], order[-ARC_FEATURES_NAMED:]])
+        kept = kept[self.weights_[kept] != 0]
+        names: dict[int, dict[str, None]] = {int(index): {} for index in kept}
+        for sentence, (heads, dependents, features) in zip(records, arcs):
+            hits = np.isin(features, kept)
+            if not hits.any():
+                continue
+            rows = [ROOT] + [eojeol_attributes(w) for w in sentence.words]
+            for column in np.flatnonzero(hits.any(axis=0)):
+                indices, first = np.unique(features[hits[:, column], column], return_index=True)
+                arc_rows = np.flatnonzero(hits[:, column])[first]
+                for index, row in zip(indices, arc_rows):
+                    names[int(index)][arc_feature_name(rows, int(heads[row]), int(dependents[row]), int(column))] = None
+        return [(index, " / ".join(found)) for index, found in names.items() if found]
 
     def _fit_relations(self, records: Sequence[DpSentence]) -> None:
         rows, labels = [], []
@@ -413,11 +471,19 @@ class MstParser(TaskModel, BaseEstimator):
         self.relation_classifier_.fit(self.relation_vectorizer_.fit_transform(rows), labels)
 
     def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
-        """Per relation, the features of a dependent and its head that speak most for it. (The arc scorer's
-        features are hashed, so they have no names to show.)"""
+        """The arc scorer's strongest features for and against an arc (h: the head, d: the dependent, h-1 and
+        d+1 their neighbours; named at fit time, at most ARC_FEATURES_NAMED each way), then per relation the
+        features of a dependent and its head that speak most for it."""
         check_is_fitted(self)
-        return linear_top_features(self.relation_vectorizer_.get_feature_names_out(), self.relation_classifier_,
-                                   top_k, prefix="relation ")
+        named = [(name, float(self.weights_[index])) for index, name in self.arc_feature_names_]
+        sections = {
+            "arc scorer: for an arc": sorted((pair for pair in named if pair[1] > 0), key=lambda p: (-p[1], p[0])),
+            "arc scorer: against an arc": sorted((pair for pair in named if pair[1] < 0), key=lambda p: (p[1], p[0])),
+        }
+        sections = {section: pairs[:top_k] for section, pairs in sections.items()}
+        sections.update(linear_top_features(self.relation_vectorizer_.get_feature_names_out(),
+                                            self.relation_classifier_, top_k, prefix="relation "))
+        return sections
 
     def predict(self, X: Sequence) -> list[tuple[list[int], list[str]]]:
         parsed, rows = [], []

@@ -1,0 +1,121 @@
+"""Figures (--plots): Hangul renders with no missing glyph, PNGs are whole and repeatable, and the commands
+that draw them say which extra is missing."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from click.testing import CliRunner
+
+from baselines import api, plots
+from baselines.cli import main
+
+try:
+    plots.check_available()
+except plots.PlotsUnavailable as missing:
+    pytest.skip(f"the plots extra is not installed ({missing})", allow_module_level=True)
+
+TOPICS = ["IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치"]
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def glyph_warnings(caught) -> list[str]:
+    return [str(w.message) for w in caught if "missing from font" in str(w.message)]
+
+
+def draw_topics(path, font_family=None):
+    """A confusion heat map of the seven YNAT topics, in NanumGothic or, for the control, in another font."""
+    matrix = [[10 if row == column else 1 for column in range(len(TOPICS))] for row in range(len(TOPICS))]
+    if font_family is None:
+        return plots.confusion_heatmap(TOPICS, matrix, "YNAT: 혼동 행렬", path)
+    import matplotlib
+    with matplotlib.rc_context({"font.family": font_family}):
+        figure = matplotlib.figure.Figure()
+        figure.add_subplot().set_yticks(range(len(TOPICS)), labels=TOPICS)
+        figure.savefig(path, format="png")
+    return path
+
+
+def test_hangul_renders_without_a_missing_glyph(tmp_path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        path = draw_topics(tmp_path / "topics.png")
+    assert glyph_warnings(caught) == []
+    assert path.read_bytes().startswith(PNG_SIGNATURE)
+    # The check itself can fail: the same labels in matplotlib's default font lack the glyphs.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        draw_topics(tmp_path / "control.png", font_family="DejaVu Sans")
+    assert glyph_warnings(caught)
+
+
+def test_a_figure_is_drawn_the_same_twice_and_leaves_no_temporary_file(tmp_path):
+    first = draw_topics(tmp_path / "a.png").read_bytes()
+    second = draw_topics(tmp_path / "b.png").read_bytes()
+    assert first == second
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.png"]
+
+
+def test_drawing_leaves_matplotlibs_settings_as_they_were(tmp_path):
+    import matplotlib
+    before = dict(matplotlib.rcParams)
+    draw_topics(tmp_path / "topics.png")
+    assert dict(matplotlib.rcParams) == before
+
+
+def test_chance_f1_is_each_class_share_of_the_gold():
+    assert plots.chance_f1([{"support": 1}, {"support": 3}]) == [25.0, 75.0]
+
+
+def test_report_figures_on_the_sample(tmp_path):
+    dev = api.data_file("ynat", "dev")
+    rows = api.predict("ynat", api.fit("ynat", api.data_file("ynat", "train")), dev)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        built = api.report("ynat", dev, rows, plots_dir=tmp_path)
+    assert glyph_warnings(caught) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ynat-confusion.png", "ynat-f1-per-class.png"]
+    assert built["figures"] == [str(tmp_path / "ynat-confusion.png"), str(tmp_path / "ynat-f1-per-class.png")]
+    # A task without classes has no figure to draw.
+    mrc_dev = api.data_file("mrc", "dev")
+    mrc_rows = api.predict("mrc", api.fit("mrc", api.data_file("mrc", "train"), "trivial"), mrc_dev)
+    assert api.report("mrc", mrc_dev, mrc_rows, plots_dir=tmp_path / "mrc")["figures"] == []
+
+
+def test_run_and_learning_curve_draw_their_figures(tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(main, ["-q", "run", "nli", "--model", "trivial", "--plots", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
+        "nli-trivial-confusion.png", "nli-trivial-f1-per-class.png"]  # no chart: the floor alone is not a result
+    result = runner.invoke(main, ["-q", "run", "ynat", "--plots", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "run" / "results.png").read_bytes().startswith(PNG_SIGNATURE)
+    result = runner.invoke(main, ["-q", "bench", "learning-curve", "ynat", "--fractions", "0.5,1", "--cv", "2",
+                                  "--plots", str(tmp_path / "curve")])
+    assert result.exit_code == 0, result.output
+    assert [p.name for p in (tmp_path / "curve").iterdir()] == ["ynat-tfidf-lr-learning-curve.png"]
+
+
+def test_cross_fitted_runs_keep_each_folds_headline():
+    record = api.evaluate("ynat", "trivial", cv=3)
+    assert len(record["fold_headline"]) == 3
+    assert all(set(fold) == set(record["headline"]) for fold in record["fold_headline"])
+    assert "fold_headline" not in api.evaluate("ynat", "trivial")
+
+
+def test_the_results_chart_of_the_committed_results(tmp_path):
+    from conftest import REPO
+    path = api.results_figure(REPO / "results", tmp_path)
+    assert path.name == "results.png" and path.read_bytes().startswith(PNG_SIGNATURE)
+    with pytest.raises(api.driver.UsageError, match="no recorded scores"):
+        api.results_figure(tmp_path / "empty", tmp_path)
+
+
+def test_a_missing_extra_is_one_line_before_any_work(tmp_path, monkeypatch):
+    monkeypatch.setattr(plots, "FONT_PACKAGE", "no_such_font_package")
+    result = CliRunner().invoke(main, ["-q", "run", "ynat", "--plots", str(tmp_path / "figures")])
+    assert result.exit_code != 0
+    assert result.output.startswith("Error: ") and 'pip install "klue-baselines[plots]"' in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "figures").exists()
