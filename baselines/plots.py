@@ -154,7 +154,9 @@ def learning_curve(report: dict, path: Path) -> Path:
                 spread = True
         axes.set_xlabel("training records per fit")
         axes.set_ylabel("score (x100)")
-        note = f"; band: ±1 s.d. over {report.get('cv_folds')} folds" if spread else "; one split, no spread"
+        folds = report.get("cv_folds") or 0
+        note = (f"; band: ±1 s.d. over {folds} folds" if spread else
+                f"; {folds} folds pooled (no per-fold scores kept)" if folds else "; one split, no spread")
         axes.set_title(f"{report['task'].upper()} {report['model']}: learning curve{note}", fontsize=10)
         axes.grid(alpha=0.3)
         axes.legend()
