@@ -64,15 +64,22 @@ def test_predictions_carry_their_input_and_gold():
     assert "gold" not in unlabelled[0]
 
 
-def test_the_command_prints_tables_and_writes_json(tmp_path):
-    dev = api.data_file("ynat", "dev")
-    predictions = tmp_path / "p.jsonl"
+def predicted_and_reported(task: str, folder, *report_options: str):
+    """`predict` the task's sample dev file, then `report` it with report_options: (dev file, report result)."""
+    dev = api.data_file(task, "dev")
+    predictions = folder / f"{task}.jsonl"
     runner = CliRunner()
-    assert runner.invoke(main, ["-q", "predict", "ynat", "--input", str(dev), "--output", str(predictions)]
+    assert runner.invoke(main, ["-q", "predict", task, "--input", str(dev), "--output", str(predictions)]
                          ).exit_code == 0
-    result = runner.invoke(main, ["-q", "report", "ynat", "--gold", str(dev), "--predictions", str(predictions),
-                                  "--errors", "2", "--out", str(tmp_path / "report.json")])
+    result = runner.invoke(main, ["-q", "report", task, "--gold", str(dev), "--predictions", str(predictions),
+                                  *report_options])
     assert result.exit_code == 0, result.output
+    return dev, result
+
+
+def test_the_command_prints_tables_and_writes_json(tmp_path):
+    dev, result = predicted_and_reported("ynat", tmp_path, "--errors", "2", "--out", str(tmp_path / "report.json"))
+    runner = CliRunner()
     assert "per class (title)" in result.output and "confusion" in result.output and "gold:" in result.output
     written = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
     assert len(written["errors"]) == 2 and written["classes"]
@@ -106,14 +113,7 @@ def test_tasks_without_classes_break_down_by_group(tmp_path):
     for group in ("answerable", "unanswerable"):
         assert groups[group]["exact_match"] == pytest.approx(built["metrics"][f"exact_match/{group}"], abs=1e-3)
         assert groups[group]["rouge_w"] == pytest.approx(built["metrics"][f"rouge_w/{group}"], abs=1e-3)
-    wos_dev = api.data_file("wos", "dev")
-    predictions = tmp_path / "wos.jsonl"
-    runner = CliRunner()
-    assert runner.invoke(main, ["-q", "predict", "wos", "--input", str(wos_dev), "--output", str(predictions)]
-                         ).exit_code == 0
-    result = runner.invoke(main, ["-q", "report", "wos", "--gold", str(wos_dev), "--predictions", str(predictions),
-                                  "--errors", "0", "--out", str(tmp_path / "wos-report.json")])
-    assert result.exit_code == 0, result.output
+    _dev, result = predicted_and_reported("wos", tmp_path, "--errors", "0", "--out", str(tmp_path / "wos-report.json"))
     assert "per slot" in result.output and "precision" in result.output
     slots = json.loads((tmp_path / "wos-report.json").read_text(encoding="utf-8"))["groups"]["rows"]
     assert slots and all(0 <= row["f1"] <= 100 for row in slots)

@@ -195,6 +195,7 @@ def attach_to_next(random_state: int = 0, resources: dict | None = None) -> Atta
 
 
 PUNCTUATION_TAGS = frozenset({"SF", "SP", "SS", "SE", "SO", "SW"})
+VERBAL_ENDINGS = ("EC", "EF", "ETM")  # an eojeol ending in one of these closes a clause
 ATTRIBUTES = ("form", "first_pos", "last_pos", "first_lemma", "last_lemma", "pos_pattern")
 ROOT = {name: "<root>" for name in ATTRIBUTES}
 
@@ -284,7 +285,7 @@ class ArcFeaturizer:
     @staticmethod
     def _predicates_between(sentence: DpSentence, heads: np.ndarray, dependents: np.ndarray) -> np.ndarray:
         """How many eojeols strictly between head and dependent end in a verbal ending (0, 1, 2+)."""
-        verbal = np.array([0] + [eojeol_attributes(w)["last_pos"] in ("EC", "EF", "ETM") for w in sentence.words],
+        verbal = np.array([0] + [eojeol_attributes(w)["last_pos"] in VERBAL_ENDINGS for w in sentence.words],
                           dtype=np.int64)
         cumulative = np.cumsum(verbal)
         low, high = np.minimum(heads, dependents), np.maximum(heads, dependents)
@@ -320,7 +321,8 @@ def arc_feature_name(rows: list[dict[str, str]], head: int, dependent: int, colu
         elif head == len(rows) - 1:
             name += ", head is the last eojeol"
     elif variant == 2:
-        verbal = sum(row["last_pos"] in ("EC", "EF", "ETM") for row in rows[min(head, dependent) + 1:max(head, dependent)])
+        between = rows[min(head, dependent) + 1:max(head, dependent)]
+        verbal = sum(row["last_pos"] in VERBAL_ENDINGS for row in between)
         name += f", {min(verbal, 2)}{'+' if verbal >= 2 else ''} verbal endings between"
     return name
 
