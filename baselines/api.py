@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from sklearn.base import clone
 
-from baselines import driver, persistence, plots, results, tuning
+from baselines import driver, persistence, plots, results, significance, tuning
 from baselines import report as teaching
 from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
                               read_text, write_json_atomic, write_jsonl_atomic)
@@ -425,14 +425,37 @@ def _scored(spec: TaskSpec, gold: PathLike | Sequence, predictions: PathLike | S
     gold_path = Path(gold) if _is_path(gold) else None
     records = spec.load(gold_path) if gold_path else list(gold)
     driver.check_gold(spec, records, gold_path or Path("<records>"))
-    extras = driver.resolve_data(spec, data_dir, dev=gold_path).extras
     rows = _prediction_rows(spec, predictions)
     try:
-        return records, rows, spec.score(records, rows, spec.load_resources(extras))
+        return records, rows, spec.score(records, rows, _gold_resources(spec, gold_path, data_dir))
     except PredictionError as error:
         if _is_path(predictions):
             raise PredictionError(f"{predictions}: {error}") from None
         raise
+
+
+def _gold_resources(spec: TaskSpec, gold_path: Path | None, data_dir: PathLike | None) -> dict:
+    """The resources a scorer needs (RE's relation list, WoS's ontology): beside the gold file, else from
+    data_dir, the download cache or the sample."""
+    return spec.load_resources(driver.resolve_data(spec, data_dir, dev=gold_path).extras)
+
+
+def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequence[dict] | dict,
+            predictions_b: PathLike | Sequence[dict] | dict, *, resamples: int = 1000, seed: int = 0, jobs: int = 1,
+            data_dir: PathLike | None = None, progress: Callable[[int], None] = lambda done: None) -> dict:
+    """Two systems' predictions on the same gold, compared by paired bootstrap (baselines.significance):
+    each headline metric for A and B, the difference B - A, its 95 % interval and p-value. Both prediction
+    sets are checked as `score` checks them first. `progress` is told how many resamples each step did."""
+    if resamples < 1:
+        raise driver.UsageError(f"resamples must be at least 1, not {resamples}")
+    spec = get_task(task)
+    records, rows_a, _metrics = _scored(spec, gold, predictions_a, data_dir)
+    _records, rows_b, _metrics = _scored(spec, gold, predictions_b, data_dir)
+    gold_path = Path(gold) if _is_path(gold) else None
+    compared = significance.paired_bootstrap(spec, records, rows_a, rows_b, _gold_resources(spec, gold_path, data_dir),
+                                             resamples=resamples, seed=seed, n_jobs=jobs, progress=progress)
+    return {"task": task, **{name: str(value) for name, value in (
+        ("gold", gold), ("a", predictions_a), ("b", predictions_b)) if _is_path(value)}, **compared}
 
 
 def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict, *,

@@ -46,7 +46,7 @@ class Console:
             click.echo(message, err=True)
 
     def progress(self, label: str, length: int):
-        return click.progressbar(length=length, label=label, file=sys.stderr if not self.quiet else None,
+        return click.progressbar(length=length, label=label, file=sys.stderr,
                                  show_pos=False, show_percent=True, hidden=self.quiet)
 
 
@@ -493,6 +493,44 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
                        f"  predicted: {error['predicted']}")
     for path in report.get("figures", []):
         console(ctx).log(f"figure written to {path}")
+
+
+@main.command("compare")
+@task_argument
+@click.option("--gold", "gold_path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Official KLUE file of the task.")
+@click.option("--predictions", "predictions_paths", required=True, multiple=True,
+              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Give it twice: system A, then system B (as `score` reads them).")
+@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=1000),
+              help="Bootstrap resamples (at least 1000).")
+@seed_option
+@click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Processes that score resamples in parallel (the result does not depend on it).")
+@data_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.pass_context
+@friendly_errors
+def compare_command(ctx, task: str, gold_path: Path, predictions_paths: tuple[Path, ...], resamples: int, seed: int,
+                    jobs: int, data_dir, as_json: bool) -> None:
+    """Is B's lead over A real? Each headline metric for both, B - A, its 95 % paired bootstrap interval
+    and p-value; resamples draw whole units (sentences, passages, dialogues)."""
+    if len(predictions_paths) != 2:
+        raise click.BadParameter(f"give exactly two prediction files (A, then B), not {len(predictions_paths)}",
+                                 param_hint="--predictions")
+    with console(ctx).progress("resampling", resamples) as bar:
+        compared = api.compare(task, gold_path, *predictions_paths, resamples=resamples, seed=seed, jobs=jobs,
+                               data_dir=data_dir, progress=bar.update)
+    if as_json:
+        click.echo(json.dumps(compared, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"A: {predictions_paths[0]}\nB: {predictions_paths[1]}\n{compared['resamples']} paired resamples of "
+               f"{compared['units']} units (seed {compared['seed']})")
+    _print_table(["metric", "A", "B", "B - A", "95% interval", "p"], [[
+        row["metric"], results.format_score(row["a"]), results.format_score(row["b"]),
+        "n/a" if row["difference"] is None else f"{row['difference']:+.2f}", f"[{results.format_score(row['low'])}, {results.format_score(row['high'])}]",
+        results.format_score(row["p_value"], digits=4)] for row in compared["metrics"]])
+
 
 
 @main.command("reproduce")

@@ -1,0 +1,105 @@
+"""compare: paired bootstrap intervals and p-values of B - A, seeded, resampling whole units."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from baselines import api
+from baselines.cli import main
+from baselines.registry import get_task
+from baselines.significance import interval, resampling_units
+
+
+@pytest.fixture(scope="module")
+def ynat_gold():
+    dev = api.data_file("ynat", "dev")
+    return dev, api.load("ynat", dev)
+
+
+def perfect(records) -> list[dict]:
+    return [{"guid": record.guid, "label": record.label} for record in records]
+
+
+def with_errors(records, share: float) -> list[dict]:
+    """The gold labels, with every k-th one swapped for another topic."""
+    labels = sorted({record.label for record in records})
+    step = round(1 / share)
+    return [{"guid": record.guid, "label": labels[(labels.index(record.label) + 1) % len(labels)]
+             if index % step == 0 else record.label} for index, record in enumerate(records)]
+
+
+def test_identical_predictions_differ_by_exactly_zero(ynat_gold):
+    dev, records = ynat_gold
+    compared = api.compare("ynat", dev, perfect(records), perfect(records), resamples=200)
+    row = compared["metrics"][0]
+    assert row["difference"] == row["low"] == row["high"] == 0.0 and row["p_value"] == 1.0
+
+
+def test_a_planted_gap_is_detected_and_its_size_recovered(ynat_gold):
+    dev, records = ynat_gold
+    compared = api.compare("ynat", dev, perfect(records), with_errors(records, 0.3), resamples=1000, seed=3)
+    row = compared["metrics"][0]
+    assert row["a"] == 100.0 and row["difference"] < -20
+    assert row["low"] <= row["difference"] <= row["high"] < 0
+    assert row["p_value"] < 0.01
+    # A gap of one title in a hundred is not significant on a hundred titles.
+    small = api.compare("ynat", dev, perfect(records), with_errors(records, 0.01), resamples=1000, seed=3)
+    assert small["metrics"][0]["p_value"] > 0.05 and small["metrics"][0]["high"] >= 0
+
+
+def test_the_seed_fixes_the_interval_for_any_number_of_jobs(ynat_gold):
+    dev, records = ynat_gold
+    a, b = perfect(records), with_errors(records, 0.2)
+    first = api.compare("ynat", dev, a, b, resamples=120, seed=7)
+    assert api.compare("ynat", dev, a, b, resamples=120, seed=7, jobs=2) == first
+    assert api.compare("ynat", dev, a, b, resamples=120, seed=8) != first
+
+
+def test_mrc_resamples_whole_passages():
+    records = api.load("mrc", api.data_file("mrc", "dev"))
+    units = resampling_units(get_task("mrc"), records)
+    assert len(units) == len({record.context for record in records}) < len(records)
+    assert all(len({records[i].context for i in unit}) == 1 for unit in units)
+    assert len(resampling_units(get_task("ner"), api.load("ner", api.data_file("ner", "dev")))) == len(
+        api.load("ner", api.data_file("ner", "dev")))
+
+
+@pytest.mark.parametrize("task", ["ner", "dp", "mrc", "wos", "sts", "re"])
+def test_every_kind_of_unit_scores_on_resamples(task):
+    dev = api.data_file(task, "dev")
+    floor = api.predict(task, api.fit(task, api.data_file(task, "train"), "trivial"), dev)
+    compared = api.compare(task, dev, floor, floor, resamples=20)
+    assert [row["metric"] for row in compared["metrics"]] == list(get_task(task).headline)
+    for row in compared["metrics"]:
+        assert row["difference"] in (0.0, None)
+        assert row["p_value"] in (1.0, None)
+
+
+def test_the_interval_leaves_out_undefined_resamples():
+    result = interval(np.array([1.0, np.nan, 2.0, 3.0]), 2.0)
+    assert result["undefined_resamples"] == 1 and result["low"] >= 1.0 and result["high"] <= 3.0
+
+
+def test_the_command(tmp_path, ynat_gold):
+    dev, records = ynat_gold
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in perfect(records)), encoding="utf-8")
+    b.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in with_errors(records, 0.3)),
+                 encoding="utf-8")
+    runner = CliRunner()
+    result = runner.invoke(main, ["-q", "compare", "ynat", "--gold", str(dev), "--predictions", str(a),
+                                  "--predictions", str(b), "--json"])
+    assert result.exit_code == 0, result.output
+    compared = json.loads(result.output)
+    assert compared["a"] == str(a) and compared["resamples"] == 1000 and compared["metrics"][0]["p_value"] < 0.01
+    one = runner.invoke(main, ["-q", "compare", "ynat", "--gold", str(dev), "--predictions", str(a)])
+    assert one.exit_code != 0 and "exactly two" in one.output
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"guid": "nobody", "label": "정치"}\n', encoding="utf-8")
+    refused = runner.invoke(main, ["-q", "compare", "ynat", "--gold", str(dev), "--predictions", str(a),
+                                   "--predictions", str(broken)])
+    assert refused.exit_code != 0 and refused.output.startswith("Error:") and "broken.jsonl" in refused.output
+    assert len(refused.output.strip().splitlines()) == 1
