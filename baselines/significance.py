@@ -34,16 +34,28 @@ def _resampled_scores(spec: TaskSpec, records: Sequence, systems: tuple[list[dic
                       units: list[list[int]], draws: list[np.ndarray], resources: dict,
                       metrics: Sequence[str]) -> list[tuple[list[float], list[float]]]:
     """For each draw of unit numbers, both systems' metrics on the records it picks. A unit drawn twice is
-    scored twice: its copies get distinct guids (guid#copy) so that the official scorer sees distinct items."""
+    scored twice: its k-th copy gets the guid 'guid#k' so that the official scorer sees distinct items. The
+    renamed copies are made once and reused across draws (renaming is most of a resample's cost)."""
+    copies: dict[tuple[int, int], tuple[Any, dict, dict]] = {}
+
+    def copy_of(index: int, number: int) -> tuple[Any, dict, dict]:
+        if (index, number) not in copies:
+            guid = f"{spec.record_id(records[index])}#{number}"
+            copies[index, number] = (dataclasses.replace(records[index], guid=guid),
+                                     dict(systems[0][index], guid=guid), dict(systems[1][index], guid=guid))
+        return copies[index, number]
+
     scored = []
     for draw in draws:
-        picked = [(copy, index) for copy, unit in enumerate(draw) for index in units[unit]]
-        sample = [dataclasses.replace(records[index], guid=f"{spec.record_id(records[index])}#{copy}")
-                  for copy, index in picked]
+        seen: dict[int, int] = {}
+        picked = []
+        for unit in draw.tolist():
+            seen[unit] = seen.get(unit, -1) + 1
+            picked.extend(copy_of(index, seen[unit]) for index in units[unit])
+        sample = [record for record, _a, _b in picked]
         per_system = []
-        for rows in systems:
-            predictions = [dict(rows[index], guid=record.guid) for (_copy, index), record in zip(picked, sample)]
-            values = spec.score(sample, predictions, resources)
+        for position in (1, 2):
+            values = spec.score(sample, [row[position] for row in picked], resources)
             per_system.append([float(values.get(metric, np.nan)) for metric in metrics])
         scored.append((per_system[0], per_system[1]))
     return scored
