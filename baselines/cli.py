@@ -63,10 +63,13 @@ task_argument = click.argument("task", type=click.Choice(TASK_CODES))
 data_dir_option = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
                                help="Folder with the KLUE files (default: $KLUE_DATA_DIR, then the download "
                                     "cache, then the shipped sample).")
-train_option = click.option("--train", "train_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-                            help="Training file instead of the official one (for example a partial copy).")
-dev_option = click.option("--dev", "dev_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-                          help="Evaluation file instead of the official dev file.")
+# Data files may be official files or Hugging Face exports (JSON Lines, parquet, or a save_to_disk folder).
+DATA_PATH = click.Path(exists=True, path_type=Path)
+train_option = click.option("--train", "train_file", type=DATA_PATH,
+                            help="Training file instead of the official one (a partial copy, or a Hugging Face "
+                                 "export).")
+dev_option = click.option("--dev", "dev_file", type=DATA_PATH,
+                          help="Evaluation file instead of the official dev file (or a Hugging Face export).")
 seed_option = click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
                            help="Random seed of models and folds (0 to 2^32-1).")
 pos_option = click.option("--pos", type=click.Choice(["gold", "kiwi"]), default=None,
@@ -250,8 +253,8 @@ def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, params,
 
 @main.command()
 @task_argument
-@click.option("--input", "input_path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="Official-format file or JSONL of raw inputs (see README).")
+@click.option("--input", "input_path", required=True, type=DATA_PATH,
+              help="Official-format file, Hugging Face export, or JSONL of raw inputs (see README).")
 @click.option("--output", "output_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="JSONL to write (default: stdout).")
 @saved_model_option
@@ -280,7 +283,7 @@ def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir,
 @saved_model_option
 @click.option("--top", "top_k", default=10, show_default=True, type=click.IntRange(min=1),
               help="Features shown per class or label.")
-@click.option("--input", "input_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+@click.option("--input", "input_path", type=DATA_PATH, default=None,
               help="Also explain each prediction on this file (official format or raw JSONL): the features that "
                    "pushed it most.")
 @data_dir_option
@@ -431,8 +434,8 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
 
 @main.command()
 @task_argument
-@click.option("--gold", "gold_path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="Official KLUE file of the task.")
+@click.option("--gold", "gold_path", required=True, type=DATA_PATH,
+              help="Official KLUE file of the task, or its Hugging Face export.")
 @click.option("--predictions", "predictions_path", required=True,
               type=click.Path(dir_okay=False, exists=True, path_type=Path), help="JSONL keyed by guid.")
 @data_dir_option
@@ -449,8 +452,8 @@ def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_
 
 @main.command("report")
 @task_argument
-@click.option("--gold", "gold_path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="Official KLUE file of the task.")
+@click.option("--gold", "gold_path", required=True, type=DATA_PATH,
+              help="Official KLUE file of the task, or its Hugging Face export.")
 @click.option("--predictions", "predictions_path", required=True,
               type=click.Path(dir_okay=False, exists=True, path_type=Path), help="Predictions, as `score` reads them.")
 @click.option("--errors", "error_count", default=10, show_default=True, type=click.IntRange(min=0),
@@ -497,8 +500,8 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
 
 @main.command("compare")
 @task_argument
-@click.option("--gold", "gold_path", required=True, type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="Official KLUE file of the task.")
+@click.option("--gold", "gold_path", required=True, type=DATA_PATH,
+              help="Official KLUE file of the task, or its Hugging Face export.")
 @click.option("--predictions", "predictions_paths", required=True, multiple=True,
               type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="Give it twice: system A, then system B (as `score` reads them).")

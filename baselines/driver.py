@@ -19,7 +19,7 @@ except ImportError:  # Windows: peak memory is not measured there
 import numpy as np
 
 import baselines
-from baselines import datafiles, tuning
+from baselines import datafiles, hf, tuning
 from baselines.dataio import DataError, file_sha256
 from baselines.params import check_hyper_parameters
 from baselines.results import jsonable_scores
@@ -56,18 +56,19 @@ def resolve_data(task: TaskSpec, data_dir: str | Path | None = None, train: str 
     if base is not None and not base.is_dir():
         raise UsageError(f"data directory {base} does not exist (run `klue-baselines download "
                          f"--data-dir {base}` first)")
-    train_path = Path(train) if train else (datafiles.find_file(base, task, task.train_file)
-                                            if base is not None and task.train_file else None)
-    dev_path = Path(dev) if dev else (datafiles.find_file(base, task, task.dev_file) if base is not None else None)
+    train_path = Path(train) if train else (_split_file(base, task, "train") if task.train_file else None)
+    dev_path = Path(dev) if dev else _split_file(base, task, "dev")
     for path in (train_path, dev_path):
-        if path is not None and not path.is_file():
-            raise UsageError(f"{path} is not a file")
+        if path is not None and not (path.is_file() or hf.is_saved_dataset(path)):
+            raise UsageError(f"{path} is not a file (nor a Hugging Face save_to_disk folder)")
     extras = {}
     for name in task.extra_files:
         candidates = [p.parent / name for p in (dev_path, train_path) if p is not None]
         if base is not None:
             candidates.append(datafiles.find_file(base, task, name))
         found = next((c for c in candidates if c is not None and c.is_file()), None)
+        if found is None and name in task.optional_extras:
+            continue  # the task has a default (RE: the official relation list)
         if found is None:
             raise UsageError(f"{task.code} needs {name}: put it beside the data files or in the data directory")
         extras[name] = found
@@ -144,8 +145,13 @@ def code_version() -> dict[str, Any]:
 
 def describe_file(path: Path, records: int | None = None) -> dict:
     """Name, sha256, record count, and whether the file is byte-identical to the official file of its
-    name (None when its name is not an official one)."""
-    sha256 = file_sha256(path)
+    name (None when its name is not an official one). A save_to_disk folder's sha256 is over its files'
+    names and sha256s, in name order."""
+    if path.is_dir():
+        sha256 = hashlib.sha256("".join(f"{p.name}\0{file_sha256(p)}\n" for p in sorted(path.iterdir())
+                                        if p.is_file()).encode()).hexdigest()
+    else:
+        sha256 = file_sha256(path)
     official = datafiles.official_manifest().get(path.name.replace("-v1_", "-v1.1_"))
     described = {"path": str(path), "name": path.name, "sha256": sha256,
                  "identical_to_official": None if official is None else official.sha256 == sha256}
@@ -230,15 +236,28 @@ def check_gold(task: TaskSpec, records: Sequence, path: Path) -> None:
                         "each gold record must have its own guid")
 
 
-def is_partial(path: Path, task: TaskSpec, official_name: str) -> bool:
+def _split_file(base: Path | None, task: TaskSpec, split: str) -> Path | None:
+    """The task's official train or dev file in base, else its Hugging Face export there (see hf.find_split)."""
+    if base is None:
+        return None
+    return datafiles.find_file(base, task, task.train_file if split == "train" else task.dev_file) or \
+        hf.find_split(base, task.code, split)
+
+
+def is_partial(path: Path, task: TaskSpec, official_name: str, records: int | None = None) -> bool:
     """KLUE's naming rule for copies: a file named exactly like the official one (v1.1 or v1) holds all of
-    its records; one with an extra part in its name ('.first5000', '.partial1350') is a subset."""
-    return path.name not in (official_name, official_name.replace("-v1.1", "-v1"))
+    its records; one with an extra part in its name ('.first5000', '.partial1350') is a subset. A file of
+    another name (a Hugging Face export) is whole when it has as many records as the official split."""
+    if path.name in (official_name, official_name.replace("-v1.1", "-v1")):
+        return False
+    split = "train" if official_name == task.train_file else "dev"
+    return records is None or records != hf.SCHEMAS[task.code].split_sizes.get(split)
 
 
-def protocol_name(task: TaskSpec, cv: int, train: Path | None) -> str:
+def protocol_name(task: TaskSpec, cv: int, train: Path | None, train_records: int | None = None) -> str:
     """The protocol names of the data README: official, official-partial-train, dev-crossfit, ..."""
-    partial = train is not None and task.train_file is not None and is_partial(train, task, task.train_file)
+    partial = train is not None and task.train_file is not None and is_partial(train, task, task.train_file,
+                                                                               train_records)
     if not cv:
         return "official-partial-train" if partial else "official"
     if train is None:
@@ -338,7 +357,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         "task": task.code,
         "model": name,
         "estimator": type(model).__name__,
-        "protocol": _protocol(task, data, cv, fitted is not None),
+        "protocol": _protocol(task, data, cv, fitted is not None, len(train_records)),
         "cv_folds": cv,
         "data_source": data.source,
         "sample": data.is_sample,
@@ -367,10 +386,10 @@ def _headline(task: TaskSpec, metrics: dict[str, float]) -> dict[str, float | No
     return jsonable_scores({key: metrics[key] for key in task.headline if key in metrics}, 4)
 
 
-def _protocol(task: TaskSpec, data: TaskData, cv: int, saved_model: bool) -> str:
+def _protocol(task: TaskSpec, data: TaskData, cv: int, saved_model: bool, train_records: int) -> str:
     if data.is_sample:
         return "sample" + ("-crossfit" if cv else "")
-    return "saved-model" if saved_model else protocol_name(task, cv, data.train)
+    return "saved-model" if saved_model else protocol_name(task, cv, data.train, train_records)
 
 
 def _jsonable_params(model) -> dict:

@@ -51,6 +51,7 @@ class TaskSpec:
     plain_inputs: Callable[[Sequence], list] = field(default=list)  # records -> what a notebook user hands over
     load_input: Callable[[Path], list] | None = None
     extra_files: tuple[str, ...] = ()
+    optional_extras: tuple[str, ...] = ()  # extra files with a default, when neither beside the data nor found
     load_resources: Callable[[dict[str, Path]], dict] = field(default=lambda files: {})
     group: Callable[[Any], str] | None = None
     predictions_from_json: Callable[[Any], list[dict] | None] = field(default=lambda data: None)

@@ -10,7 +10,7 @@ import sklearn_crfsuite
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from baselines import scoring
+from baselines import hf, scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, require
 from baselines.estimators import NothingLearnt, TaskModel, plain_text, records_from
 from baselines.explain import strongest
@@ -49,6 +49,22 @@ def load(path: Path) -> list[NerSentence]:
             chars.append(columns[0])
             tags.append(columns[1])
         records.append(NerSentence(block.guid, "".join(chars), tags))
+    return records
+
+
+def from_hf(rows: list[dict], path: Path) -> list[NerSentence]:
+    """Rows of the Hugging Face klue 'ner' schema: 'char' (one character each, spaces included, as the
+    official rows) and 'ne_tag' (ClassLabel indices); guids by position (see baselines.hf)."""
+    schema = hf.SCHEMAS["ner"]
+    records = []
+    for number, (row, guid) in enumerate(zip(rows, hf.positional_guids(schema, len(rows))), start=1):
+        where = f"row {number}"
+        chars, tags = require(row, "char", list, path, where), require(row, "ne_tag", list, path, where)
+        if len(chars) != len(tags) or not all(isinstance(c, str) and len(c) == 1 for c in chars):
+            raise DataError(path, where, f"expected one tag per character: {len(chars)} 'char' of one character "
+                                         f"each and {len(tags)} 'ne_tag'")
+        names = [hf.label_name(schema, "ne_tag", tag, path, where) for tag in tags]
+        records.append(NerSentence(guid, "".join(chars), None if None in names else names))
     return records
 
 
@@ -421,7 +437,9 @@ TASK = TaskSpec(
     code="ner", title="NER named entity recognition", folder="klue-ner-v1.1",
     train_file="klue-ner-v1.1_train.tsv", dev_file="klue-ner-v1.1_dev.tsv",
     texts=lambda records: [r.text for r in records],
-    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
+    load=hf.readable("ner", load, from_hf),
+    load_input=hf.readable("ner", load_input, from_hf, raw_jsonl=True),
+    as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"crf": character_crf, "trivial": all_outside}, default_model="crf",
     predict=predict, score=score, headline=("entity_macro_f1", "char_macro_f1"),
     prediction_example='{"guid": "klue-ner-v1_dev_00001-wikitree", "tags": ["B-PS", "O", "O", ...]}',

@@ -13,7 +13,7 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
-from baselines import scoring
+from baselines import hf, scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_pair, records_from
 from baselines.explain import LinearExplanation
@@ -39,8 +39,13 @@ class NliExample:
 
 def load(path: Path) -> list[NliExample]:
     """An official NLI JSON file ('gold_label' optional for unlabelled input)."""
+    return records_from_rows(require_list(read_json(path), path), path)
+
+
+def records_from_rows(rows: list, path: Path) -> list[NliExample]:
+    """Records of rows in the official layout."""
     records = []
-    for index, row in enumerate(require_list(read_json(path), path)):
+    for index, row in enumerate(rows):
         where = guid_of(row, index)
         records.append(NliExample(
             guid=require(row, "guid", str, path, where),
@@ -50,6 +55,14 @@ def load(path: Path) -> list[NliExample]:
         ))
     check_gold_labels(path, records, LABELS)
     return records
+
+
+def from_hf(rows: list[dict], path: Path) -> list[NliExample]:
+    """Rows of the Hugging Face klue 'nli' schema: 'label' is a ClassLabel index (entailment, contradiction,
+    neutral: not this project's order) where the official file has 'gold_label'."""
+    schema = hf.SCHEMAS["nli"]
+    return records_from_rows([dict(row, gold_label=hf.label_name(schema, "label", row["label"], path, f"row {n}"))
+                              for n, row in enumerate(rows, start=1)], path)
 
 
 def load_input(path: Path) -> list[NliExample]:
@@ -216,7 +229,9 @@ TASK = TaskSpec(
     code="nli", title="NLI natural language inference", folder="klue-nli-v1.1",
     train_file="klue-nli-v1.1_train.json", dev_file="klue-nli-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.premise, r.hypothesis)],
-    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
+    load=hf.readable("nli", load, from_hf),
+    load_input=hf.readable("nli", load_input, from_hf, raw_jsonl=True),
+    as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": inference_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
     predict=label_predictions, score=score, headline=("accuracy",),
     prediction_example='{"guid": "klue-nli-v1_dev_00000", "label": "contradiction"}',

@@ -11,7 +11,7 @@ from sklearn.dummy import DummyClassifier
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.linear_model import LogisticRegression
 
-from baselines import scoring
+from baselines import hf, scoring
 from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
 from baselines.explain import LinearExplanation
@@ -69,9 +69,20 @@ def _example(row: dict, guid: str, path: Path, where: str) -> ReExample:
 
 def load(path: Path) -> list[ReExample]:
     """An official RE JSON file (label optional for unlabelled input)."""
-    rows = require_list(read_json(path), path)
+    return records_from_rows(require_list(read_json(path), path), path)
+
+
+def records_from_rows(rows: list, path: Path) -> list[ReExample]:
+    """Records of rows in the official layout."""
     return [_example(row, require(row, "guid", str, path, guid_of(row, index)), path, guid_of(row, index))
             for index, row in enumerate(rows)]
+
+
+def from_hf(rows: list[dict], path: Path) -> list[ReExample]:
+    """Rows of the Hugging Face klue 're' schema (label: a ClassLabel index)."""
+    schema = hf.SCHEMAS["re"]
+    return records_from_rows([dict(row, label=hf.label_name(schema, "label", row["label"], path, f"row {number}"))
+                              for number, row in enumerate(rows, start=1)], path)
 
 
 def load_input(path: Path) -> list[ReExample]:
@@ -82,6 +93,10 @@ def load_input(path: Path) -> list[ReExample]:
 
 
 def load_resources(files: dict[str, Path]) -> dict:
+    """The relation list: relation_list.json where found, else the official list, which the Hugging Face
+    klue 're' ClassLabel keeps in the same order (so HF data needs no file beside it)."""
+    if RELATION_LIST not in files:
+        return {"relations": list(hf.RE_LABELS)}
     path = files[RELATION_LIST]
     data = read_json(path)
     relations = data.get("relations") if isinstance(data, dict) else None
@@ -367,9 +382,11 @@ def compare(records: Sequence, aligned: Sequence[dict]):
 
 TASK = TaskSpec(
     code="re", title="RE relation extraction", folder="klue-re-v1.1",
-    train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,),
+    train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,), optional_extras=(RELATION_LIST,),
     texts=lambda records: [r.sentence for r in records],
-    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs,
+    load=hf.readable("re", load, from_hf),
+    load_input=hf.readable("re", load_input, from_hf, raw_jsonl=True),
+    as_records=as_records, plain_inputs=plain_inputs,
     load_resources=load_resources, targets=targets,
     models={"features-lr": relation_classifier, "trivial": prior_distribution}, default_model="features-lr",
     predict=label_predictions, score=score, headline=("micro_f1", "auprc"), score_notes=score_notes,

@@ -17,7 +17,7 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import KFold, cross_val_predict
 from sklearn.preprocessing import normalize
 
-from baselines import scoring
+from baselines import hf, scoring
 from baselines.dataio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_pair, records_from
 from baselines.params import AT_LEAST_ONE, COUNT, POSITIVE, SEED, Interval
@@ -39,11 +39,17 @@ class StsExample:
 
 def load(path: Path) -> list[StsExample]:
     """An official STS JSON file; the gold score is labels['real-label'] (optional for unlabelled input)."""
+    return records_from_rows(require_list(read_json(path), path), path)
+
+
+def records_from_rows(rows: list, path: Path) -> list[StsExample]:
+    """Records of rows in the official layout, which the Hugging Face klue 'sts' schema keeps (a test split's
+    'labels' may be null: no gold)."""
     records = []
-    for index, row in enumerate(require_list(read_json(path), path)):
+    for index, row in enumerate(rows):
         where = guid_of(row, index)
         gold = None
-        if "labels" in row:
+        if row.get("labels") is not None:
             labels = require(row, "labels", dict, path, where)
             gold = require(labels, "real-label", (int, float), path, where)
             if not 0 <= gold <= 5:
@@ -268,7 +274,9 @@ TASK = TaskSpec(
     code="sts", title="STS semantic textual similarity", folder="klue-sts-v1.1",
     train_file="klue-sts-v1.1_train.json", dev_file="klue-sts-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.sentence1, r.sentence2)],
-    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
+    load=hf.readable("sts", load, records_from_rows),
+    load_input=hf.readable("sts", load_input, records_from_rows, raw_jsonl=True),
+    as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"features-gbr": similarity_regressor, "trivial": training_mean}, default_model="features-gbr",
     predict=predict, score=score, headline=("pearsonr", "f1"),
     prediction_example='{"guid": "klue-sts-v1_dev_00000", "score": 4.2}',

@@ -16,7 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 from sklearn.utils.validation import check_is_fitted
 
-from baselines import scoring
+from baselines import hf, scoring
 from baselines.dataio import DataError, guid_of, read_json, require, require_list
 from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_row, records_from
 from baselines.explain import linear_top_features
@@ -61,8 +61,14 @@ def _state(turn: dict, path: Path, where: str) -> list[str] | None:
 def load(path: Path) -> list[WosDialogue]:
     """An official WoS JSON file: dialogues of alternating user/sys turns, a state on every user turn
     (states optional for unlabelled input)."""
+    return records_from_rows(require_list(read_json(path), path), path)
+
+
+def records_from_rows(rows: list, path: Path) -> list[WosDialogue]:
+    """Dialogues of rows in the official layout, which the Hugging Face klue 'wos' schema keeps (its system
+    turns carry an empty 'state', which is ignored)."""
     return [_dialogue(row, require(row, "guid", str, path, guid_of(row, index)), path, guid_of(row, index))
-            for index, row in enumerate(require_list(read_json(path), path))]
+            for index, row in enumerate(rows)]
 
 
 def _dialogue(row: dict, guid: str, path: Path, where: str) -> WosDialogue:
@@ -566,7 +572,8 @@ TASK = TaskSpec(
     code="wos", title="WoS dialogue state tracking", folder="wos-v1.1",
     train_file="wos-v1.1_train.json", dev_file="wos-v1.1_dev.json", extra_files=(ONTOLOGY,),
     texts=lambda records: [turn.text for r in records for turn in r.turns],
-    load=load, as_records=as_records, plain_inputs=plain_inputs, load_resources=load_resources, targets=targets,
+    load=hf.readable("wos", load, records_from_rows), as_records=as_records, plain_inputs=plain_inputs,
+    load_resources=load_resources, targets=targets,
     models={"rules-lr": state_tracker, "trivial": empty_state}, default_model="rules-lr",
     predict=predict, score=score, headline=("joint_goal_accuracy", "slot_f1"),
     prediction_example='{"guid": "wos-v1_dev_00000", "states": [["관광-이름-명동 쇼핑 거리"], [...], ...]}',

@@ -12,7 +12,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion
 
-from baselines import scoring
+from baselines import hf, scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_text, records_from
 from baselines.explain import LinearExplanation
@@ -36,8 +36,13 @@ class YnatExample:
 
 def load(path: Path) -> list[YnatExample]:
     """An official YNAT JSON file (url and date optional; label optional for unlabelled input)."""
+    return records_from_rows(require_list(read_json(path), path), path)
+
+
+def records_from_rows(rows: list, path: Path) -> list[YnatExample]:
+    """Records of rows in the official layout."""
     records = []
-    for index, row in enumerate(require_list(read_json(path), path)):
+    for index, row in enumerate(rows):
         where = guid_of(row, index)
         records.append(YnatExample(
             guid=require(row, "guid", str, path, where),
@@ -46,6 +51,13 @@ def load(path: Path) -> list[YnatExample]:
         ))
     check_gold_labels(path, records, LABELS)
     return records
+
+
+def from_hf(rows: list[dict], path: Path) -> list[YnatExample]:
+    """Rows of the Hugging Face klue 'ynat' schema (label: a ClassLabel index)."""
+    schema = hf.SCHEMAS["ynat"]
+    return records_from_rows([dict(row, label=hf.label_name(schema, "label", row["label"], path, f"row {number}"))
+                              for number, row in enumerate(rows, start=1)], path)
 
 
 def load_input(path: Path) -> list[YnatExample]:
@@ -196,7 +208,9 @@ TASK = TaskSpec(
     code="ynat", title="YNAT topic classification", folder="ynat-v1.1",
     train_file="ynat-v1.1_train.json", dev_file="ynat-v1.1_dev.json",
     texts=lambda records: [r.title for r in records],
-    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
+    load=hf.readable("ynat", load, from_hf),
+    load_input=hf.readable("ynat", load_input, from_hf, raw_jsonl=True),
+    as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": topic_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
     predict=label_predictions, score=score, headline=("macro_f1",),
     prediction_example='{"guid": "ynat-v1_dev_00000", "label": "사회"}',

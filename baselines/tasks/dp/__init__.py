@@ -13,7 +13,7 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
-from baselines import scoring
+from baselines import hf, scoring
 from baselines.dataio import DataError, atomic_output, looks_like_jsonl, read_tsv_blocks, require
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_text, records_from
 from baselines.explain import linear_top_features
@@ -68,6 +68,26 @@ def load(path: Path) -> list[DpSentence]:
         if problem:
             raise DataError(path, f"line {block.line} (guid {block.guid})", f"the heads do not form a tree: {problem}")
         records.append(DpSentence(block.guid, block.text, words))
+    return records
+
+
+def from_hf(rows: list[dict], path: Path) -> list[DpSentence]:
+    """Rows of the Hugging Face klue 'dp' schema: one list per official column (index, word_form, lemma, pos,
+    head, deprel); guids by position (see baselines.hf)."""
+    records = []
+    for number, (row, guid) in enumerate(zip(rows, hf.positional_guids(hf.SCHEMAS["dp"], len(rows))), start=1):
+        where = f"row {number}"
+        columns = [require(row, name, list, path, where) for name in ("index", "word_form", "lemma", "pos", "head",
+                                                                      "deprel")]
+        if len({len(column) for column in columns}) != 1:
+            raise DataError(path, where, "index, word_form, lemma, pos, head and deprel differ in length")
+        size = len(columns[0])
+        words = [_word([str(value) for value in word], position, size, path, f"{where}, word {position}")
+                 for position, word in enumerate(zip(*columns), start=1)]
+        problem = tree_problem([word.head for word in words])
+        if problem:
+            raise DataError(path, where, f"the heads do not form a tree: {problem}")
+        records.append(DpSentence(guid, require(row, "sentence", str, path, where), words))
     return records
 
 
@@ -568,7 +588,9 @@ TASK = TaskSpec(
     code="dp", title="DP dependency parsing", folder="klue-dp-v1.1",
     train_file="klue-dp-v1.1_train.tsv", dev_file="klue-dp-v1.1_dev.tsv",
     texts=lambda records: [r.text for r in records],
-    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
+    load=hf.readable("dp", load, from_hf),
+    load_input=hf.readable("dp", load_input, from_hf, raw_jsonl=True),
+    as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"mst": mst_parser, "mst-kiwi": mst_parser_kiwi_pos, "trivial": attach_to_next}, default_model="mst",
     predict=predict, score=score, headline=("uas_micro_f1", "las_micro_f1", "uas_macro_f1", "las_macro_f1"),
     predictions_from_path=predictions_from_tsv, write_tsv=write_tsv, model_for_pos={"gold": "mst", "kiwi": "mst-kiwi"},

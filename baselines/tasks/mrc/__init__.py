@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from baselines import scoring
+from baselines import hf, scoring
 from baselines.report import Comparison
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_numbers
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView,
                                             candidate_spans, question_type, question_view, related_words)
-from baselines.tasks.mrc.data import (MrcAnswer, MrcQuestion, as_records, load, load_input, plain_inputs,
+from baselines.tasks.mrc.data import (MrcAnswer, MrcQuestion, as_records, from_hf, load, load_input, plain_inputs,
                                       predictions_from_json, targets)
 from baselines.tasks.mrc.reader import EmptyAnswerReader, Reading, SpanRanker, empty_answer, span_ranker
 
@@ -75,7 +75,9 @@ TASK = TaskSpec(
     code="mrc", title="MRC machine reading comprehension", folder="klue-mrc-v1.1",
     train_file="klue-mrc-v1.1_train.json", dev_file="klue-mrc-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.context, r.question)],
-    load=load, load_input=load_input, as_records=as_records, plain_inputs=plain_inputs, targets=targets,
+    load=hf.readable("mrc", load, from_hf),
+    load_input=hf.readable("mrc", load_input, from_hf, raw_jsonl=True),
+    as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"span-ranker": span_ranker, "trivial": empty_answer}, default_model="span-ranker",
     predict=predict, score=score, headline=("exact_match", "rouge_w"),
     group=lambda record: record.context, predictions_from_json=predictions_from_json,

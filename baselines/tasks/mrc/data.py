@@ -48,7 +48,11 @@ def _answers(question: dict, key: str, context: str, path: Path, where: str,
 
 def load(path: Path) -> list[MrcQuestion]:
     """The official nested JSON: data[].paragraphs[].qas[] ('question_type', 'plausible_answers' optional)."""
-    data = read_json(path)
+    return records_from_document(read_json(path), path)
+
+
+def records_from_document(data: Any, path: Path) -> list[MrcQuestion]:
+    """Questions of a document in the official layout."""
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise DataError(path, None, "expected a JSON object with a 'data' list (the SQuAD-style layout)")
     records = []
@@ -76,6 +80,32 @@ def load(path: Path) -> list[MrcQuestion]:
                                                check_text=False),
                 ))
     return records
+
+
+def from_hf(rows: list[dict], path: Path) -> list[MrcQuestion]:
+    """Rows of the Hugging Face klue 'mrc' schema, one per question: 'answers' holds lists of 'text' and
+    'answer_start'. For an unanswerable question (is_impossible) those are its plausible answers, which the
+    official layout keeps apart, so they go to 'plausible_answers' and its answers are []."""
+    paragraphs: dict[tuple[str, str], dict] = {}
+    for number, row in enumerate(rows, start=1):
+        where = f"row {number}"
+        answers = require(row, "answers", dict, path, where)
+        texts, starts = answers.get("text") or [], answers.get("answer_start") or []
+        if not isinstance(texts, list) or not isinstance(starts, list) or len(texts) != len(starts):
+            raise DataError(path, where, "'answers' should hold lists 'text' and 'answer_start' of one length")
+        spans = [{"text": text, "answer_start": start} for text, start in zip(texts, starts)]
+        impossible = bool(row.get("is_impossible"))
+        question = {"guid": require(row, "guid", str, path, where), "question": require(row, "question", str, path,
+                                                                                          where),
+                    "is_impossible": impossible, "question_type": row.get("question_type"),
+                    "answers": [] if impossible else spans, "plausible_answers": spans if impossible else []}
+        key = (str(row.get("title") or ""), require(row, "context", str, path, where))
+        paragraphs.setdefault(key, {"title": key[0], "paragraphs": [{"context": key[1], "qas": []}]})
+        paragraphs[key]["paragraphs"][0]["qas"].append(question)
+    records = records_from_document({"data": list(paragraphs.values())}, path)
+    # In the rows' order, which predictions without guids follow, even where a passage's rows are not together.
+    position = {row["guid"]: number for number, row in enumerate(rows)}
+    return sorted(records, key=lambda record: position[record.guid])
 
 
 def load_input(path: Path) -> list[MrcQuestion]:

@@ -1,0 +1,220 @@
+"""Hugging Face `klue` data: each config's schema in one table, and its rows read from the files that
+`Dataset.to_json`, `Dataset.to_parquet` and `Dataset.save_to_disk` write.
+
+The schema is that of the `klue` loading script of huggingface/datasets (datasets/klue/klue.py). Its
+ClassLabel name orders are not always this project's label orders (NLI: entailment, contradiction,
+neutral), so integer labels are always read through this table. The formats are told apart by content,
+never by file name: a folder is a `save_to_disk` dataset, a file starting with the bytes PAR1 is parquet,
+and a JSON Lines file whose first row has the config's fields is a `to_json` export. Parquet and
+`save_to_disk` need pyarrow (the `hf` extra); `datasets` itself is not needed.
+
+HF NER and DP rows have no guid. Where the file holds as many rows as the official split (NER 21,008
+train or 5,000 validation sentences, DP 10,000 or 2,000), its order is the official file's, and row N gets
+the official guid's stem (`klue-ner-v1_dev_00042`; the HF rows drop the source that ends the official
+guid, `-wikitree`), which matches the official guid when scored (see taskspec.align_predictions).
+Otherwise row N gets `row-N`.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from baselines.dataio import DataError, looks_like_jsonl, read_jsonl
+from baselines.scoring import NER_TAGS
+
+HF_EXTRA_HINT = 'reading parquet and save_to_disk files needs the hf extra: pip install "klue-baselines[hf]"'
+
+RE_LABELS = (
+    "no_relation", "org:dissolved", "org:founded", "org:place_of_headquarters", "org:alternate_names",
+    "org:member_of", "org:members", "org:political/religious_affiliation", "org:product", "org:founded_by",
+    "org:top_members/employees", "org:number_of_employees/members", "per:date_of_birth", "per:date_of_death",
+    "per:place_of_birth", "per:place_of_death", "per:place_of_residence", "per:origin", "per:employee_of",
+    "per:schools_attended", "per:alternate_names", "per:parents", "per:children", "per:siblings", "per:spouse",
+    "per:other_family", "per:colleagues", "per:product", "per:religion", "per:title",
+)
+# The HF NER ClassLabel order: B- and I- per type in the order DT, LC, OG, PS, QT, TI, then O.
+HF_NER_TAGS = tuple(f"{prefix}-{kind}" for kind in ("DT", "LC", "OG", "PS", "QT", "TI") for prefix in "BI") + ("O",)
+assert set(HF_NER_TAGS) == set(NER_TAGS)
+
+
+@dataclass(frozen=True)
+class HfSchema:
+    """One config of the HF `klue` dataset.
+
+    `fields` are the columns of every row; `labels` maps each ClassLabel column to its names, in ClassLabel
+    order (the integer is the index); `predictions` maps a prediction column as HF users keep it to this
+    project's prediction field; `split_sizes` are the records of the official train and dev files (a file of
+    that many records is taken as the whole split); `guid_stem` numbers the rows of configs without guids.
+    """
+    config: str
+    fields: tuple[str, ...]
+    labels: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    predictions: dict[str, str] = field(default_factory=dict)
+    split_sizes: dict[str, int] = field(default_factory=dict)
+    guid_stem: str = ""
+
+
+# The mapping, config by config (fields and ClassLabel orders as in datasets/klue/klue.py).
+SCHEMAS: dict[str, HfSchema] = {schema.config: schema for schema in (
+    HfSchema("ynat", ("guid", "title", "label", "url", "date"),
+             {"label": ("IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치")}, {"label": "label"},
+             {"train": 45678, "dev": 9107}),
+    HfSchema("sts", ("guid", "source", "sentence1", "sentence2", "labels"), {}, {"label": "score"},
+             {"train": 11668, "dev": 519}),
+    HfSchema("nli", ("guid", "source", "premise", "hypothesis", "label"),
+             {"label": ("entailment", "contradiction", "neutral")}, {"label": "label"}, {"train": 24998, "dev": 3000}),
+    HfSchema("ner", ("sentence", "char", "ne_tag"), {"ne_tag": HF_NER_TAGS}, {"ne_tag": "tags"},
+             {"train": 21008, "dev": 5000}, "klue-ner-v1_{split}_{index:05d}"),
+    HfSchema("re", ("guid", "sentence", "subject_entity", "object_entity", "label", "source"),
+             {"label": RE_LABELS}, {"label": "label"}, {"train": 32470, "dev": 7765}),
+    HfSchema("dp", ("sentence", "index", "word_form", "lemma", "pos", "head", "deprel"), {},
+             {"head": "heads", "deprel": "deprels"}, {"train": 10000, "dev": 2000}, "klue-dp-v1_{split}_{index:05d}"),
+    HfSchema("mrc", ("title", "context", "news_category", "source", "guid", "is_impossible", "question_type",
+                     "question", "answers"), {}, {"prediction_text": "answer"}, {"train": 17554, "dev": 5841}),
+    HfSchema("wos", ("guid", "domains", "dialogue"), {}, {"state": "states"}, {"train": 8000, "dev": 1000}),
+)}
+
+
+def label_name(schema: HfSchema, column: str, value: Any, path: Path, where: str) -> str | None:
+    """A ClassLabel value as its name: an integer by the HF order, a name already (string), or None for HF's
+    'no label' (-1, as in test splits, or null)."""
+    names = schema.labels[column]
+    if value is None or value == -1:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise DataError(path, where, f"'{column}' should be a class index 0-{len(names) - 1} or a name, not "
+                                     f"{type(value).__name__}")
+    if isinstance(value, int):
+        if not 0 <= value < len(names):
+            raise DataError(path, where, f"'{column}' {value} is outside the {len(names)} classes of HF klue "
+                                         f"{schema.config} (0-{len(names) - 1})")
+        return names[value]
+    if value not in names:
+        raise DataError(path, where, f"'{column}' {value!r} is not a class of HF klue {schema.config}")
+    return value
+
+
+def positional_guids(schema: HfSchema, count: int) -> list[str]:
+    """Guids for rows without one: the official guid stems where `count` is an official split's size
+    (whose order the HF split keeps), else row-N."""
+    for split, size in schema.split_sizes.items():
+        if count == size and schema.guid_stem:
+            return [schema.guid_stem.format(split=split, index=index) for index in range(count)]
+    return [f"row-{index}" for index in range(count)]
+
+
+SPLIT_NAMES = {"train": "train", "dev": "validation"}  # this project's split names -> the HF ones
+
+
+def is_saved_dataset(path: Path) -> bool:
+    """A folder that `Dataset.save_to_disk` wrote (or a DatasetDict's, whose splits are its subfolders)."""
+    return path.is_dir() and ((path / "state.json").is_file() or (path / "dataset_dict.json").is_file())
+
+
+def find_split(data_dir: Path, code: str, split: str) -> Path | None:
+    """A config's split in a folder of HF exports: <data_dir>/<config>/<train|validation> as .jsonl,
+    .json, .parquet, or a save_to_disk folder (also <data_dir>/<config>/ saved as a DatasetDict)."""
+    name = SPLIT_NAMES[split]
+    for candidate in (data_dir / code / f"{name}.jsonl", data_dir / code / f"{name}.json",
+                      data_dir / code / f"{name}.parquet", data_dir / code / name):
+        if candidate.is_file() or is_saved_dataset(candidate):
+            return candidate
+    return None
+
+
+def _pyarrow(path: Path):
+    if importlib.util.find_spec("pyarrow") is None:
+        raise DataError(path, None, HF_EXTRA_HINT)
+    import pyarrow
+    import pyarrow.ipc
+    import pyarrow.parquet
+    return pyarrow
+
+
+def _arrow_folder_rows(folder: Path) -> list[dict]:
+    """The rows of a `Dataset.save_to_disk` folder: its Arrow stream files, in the order state.json lists."""
+    if (folder / "dataset_dict.json").is_file():
+        splits = ", ".join(sorted(p.name for p in folder.iterdir() if p.is_dir()))
+        raise DataError(folder, None, f"is a DatasetDict; give one split's folder ({splits})")
+    state_path = folder / "state.json"
+    if not state_path.is_file():
+        raise DataError(folder, None, "is a folder without state.json: not a Hugging Face save_to_disk dataset")
+    try:
+        state = json.loads(state_path.read_text(encoding="utf-8"))
+        names = [entry["filename"] for entry in state["_data_files"]]
+    except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
+        raise DataError(state_path, None, "expected a save_to_disk state with '_data_files'") from None
+    pyarrow = _pyarrow(folder)
+    rows = []
+    for name in names:
+        path = folder / Path(name).name  # a bare file name: nothing outside the folder is read
+        try:
+            with pyarrow.memory_map(str(path)) as source:
+                rows.extend(pyarrow.ipc.open_stream(source).read_all().to_pylist())
+        except (OSError, pyarrow.ArrowInvalid) as error:
+            raise DataError(path, None, f"not a readable Arrow stream ({error})") from None
+    return rows
+
+
+def _parquet_rows(path: Path) -> list[dict]:
+    pyarrow = _pyarrow(path)
+    try:
+        return pyarrow.parquet.read_table(str(path)).to_pylist()
+    except (OSError, pyarrow.ArrowInvalid) as error:
+        raise DataError(path, None, f"not a readable parquet file ({error})") from None
+
+
+def _is_parquet(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(4) == b"PAR1"
+
+
+def exported_rows(path: Path) -> tuple[str, list[dict]] | None:
+    """(format, rows) of a Hugging Face export: a save_to_disk folder, a parquet file or JSON Lines; None for
+    any other file (an official file)."""
+    path = Path(path)
+    if path.is_dir():
+        return "save_to_disk", _arrow_folder_rows(path)
+    if not path.is_file():
+        return None
+    if _is_parquet(path):
+        return "parquet", _parquet_rows(path)
+    if looks_like_jsonl(path):
+        return "jsonl", [row for _number, row in read_jsonl(path)]
+    return None
+
+
+def matches(schema: HfSchema, row: dict) -> bool:
+    return isinstance(row, dict) and set(schema.fields) <= set(row)
+
+
+def schema_error(schema: HfSchema, path: Path, row: dict, expected_also: str) -> DataError:
+    return DataError(path, "row 1", f"fields {', '.join(sorted(row)) or '(none)'}: expected the Hugging Face klue "
+                                    f"'{schema.config}' fields ({', '.join(schema.fields)}){expected_also}")
+
+
+def readable(code: str, official: Callable[[Path], list], from_rows: Callable[[list[dict], Path], list],
+             raw_jsonl: bool = False) -> Callable[[Path], list]:
+    """A loader that reads the Hugging Face exports of `code`'s config with from_rows (HF rows -> records)
+    and any other file with `official`. With raw_jsonl (the inputs of `predict`), a JSON Lines file that is
+    not in the HF schema goes to `official` too (the task's raw JSONL); otherwise it is an error that names
+    the fields found and those expected."""
+    schema = SCHEMAS[code]
+
+    def load(path: Path) -> list:
+        exported = exported_rows(Path(path))
+        if exported is None:
+            return official(path)
+        kind, rows = exported
+        if rows and matches(schema, rows[0]):
+            return from_rows(rows, Path(path))
+        if kind == "jsonl" and raw_jsonl:
+            return official(path)
+        raise schema_error(schema, Path(path), rows[0] if rows else {}, "" if kind != "jsonl" else
+                           "; JSON Lines are read as Hugging Face exports, and official files are one JSON document")
+
+    load.__doc__ = f"{official.__doc__ or ''} Also reads Hugging Face klue '{code}' exports (baselines.hf)."
+    return load
