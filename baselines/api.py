@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from sklearn.base import clone
 
-from baselines import driver, persistence, plots, results, significance, tuning
+from baselines import driver, hf, persistence, plots, results, significance, tuning
 from baselines import report as teaching
 from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
                               read_text, write_json_atomic, write_jsonl_atomic)
@@ -191,11 +191,14 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
                  **params: Any) -> list[dict]:
     """`predict`: the prediction rows of an input file, from a saved model (`model_file`) or from `model` (see
     `model_name` for `pos`) trained on the training file first. With `output`, the rows are also written there,
-    whole or not at all: as JSON Lines, or with output_format='tsv' in the task's official TSV layout (DP)."""
+    whole or not at all: as JSON Lines; with output_format='hf' as Hugging Face users keep predictions (JSON
+    Lines in the input's order, without guids, ClassLabel indices: see hf.to_hf_predictions); or in a format
+    of the task's own (DP: 'tsv', the official layout, and 'conllu')."""
     spec = get_task(task)
-    if output_format not in ("jsonl", "tsv") or (output_format == "tsv" and (spec.write_tsv is None or output is None)):
-        raise driver.UsageError("--format tsv needs --output FILE and is available for: "
-                                + ", ".join(t.code for t in all_tasks() if t.write_tsv))
+    if output_format not in ("jsonl", "hf", *spec.writers) or (output_format in spec.writers and output is None):
+        own = ", ".join(f"{name} ({t.code})" for t in all_tasks() for name in t.writers)
+        raise driver.UsageError(f"--format {output_format}: every task writes jsonl and hf; {own} need --output FILE "
+                                "and exist for those tasks only")
     if output is not None:
         check_output_file(Path(output))
     records = load(task, inputs)  # read before any training: a bad input fails at once
@@ -203,12 +206,11 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
                                 **params)
     rows = driver.with_inputs(spec, records, spec.predict(estimator, records))
     if output is not None:
-        if output_format == "tsv":
-            spec.write_tsv(Path(output), records, rows)
+        if output_format in spec.writers:
+            spec.writers[output_format](Path(output), records, rows)
         else:
-            write_jsonl_atomic(Path(output), rows)
-        log(f"{len(rows)} " + ("parsed sentences" if output_format == "tsv" else "predictions")
-            + f" written to {output}")
+            write_jsonl_atomic(Path(output), hf.to_hf_predictions(task, rows) if output_format == "hf" else rows)
+        log(f"{len(rows)} predictions written to {output} ({output_format})")
     return rows
 
 
@@ -383,6 +385,9 @@ def read_predictions(task: str, path: PathLike) -> list[dict]:
     """A prediction file in any format `score` reads: JSONL keyed by guid, or the task's whole-file
     alternative (MRC's {question_id: answer} object, DP's official TSV)."""
     spec, path = get_task(task), Path(path)
+    exported = hf.exported_rows(path) if path.is_dir() or hf.is_parquet(path) else None
+    if exported is not None:
+        return exported[1]  # parquet or a save_to_disk folder of predictions, as HF users keep them
     try:
         whole = json.loads(read_text(path))
     except json.JSONDecodeError:
@@ -425,7 +430,8 @@ def _scored(spec: TaskSpec, gold: PathLike | Sequence, predictions: PathLike | S
     gold_path = Path(gold) if _is_path(gold) else None
     records = spec.load(gold_path) if gold_path else list(gold)
     driver.check_gold(spec, records, gold_path or Path("<records>"))
-    rows = _prediction_rows(spec, predictions)
+    rows = hf.prediction_rows(spec.code, _prediction_rows(spec, predictions), [spec.record_id(r) for r in records],
+                              Path(predictions) if _is_path(predictions) else Path("<predictions>"))
     try:
         return records, rows, spec.score(records, rows, _gold_resources(spec, gold_path, data_dir))
     except PredictionError as error:

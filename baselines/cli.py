@@ -263,8 +263,9 @@ def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, params,
 @param_option
 @seed_option
 @pos_option
-@click.option("--format", "output_format", type=click.Choice(["jsonl", "tsv"]), default="jsonl", show_default=True,
-              help="tsv: the task's official KLUE TSV layout, where it has one.")
+@click.option("--format", "output_format", type=click.Choice(["jsonl", "hf", "tsv", "conllu"]), default="jsonl",
+              show_default=True, help="hf: as Hugging Face users keep predictions (no guids, in the input's order, "
+                                      "ClassLabel indices); tsv and conllu (DP): the official TSV layout, CoNLL-U.")
 @click.pass_context
 @friendly_errors
 def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir, train_file, params, seed: int,

@@ -167,7 +167,7 @@ def _parquet_rows(path: Path) -> list[dict]:
         raise DataError(path, None, f"not a readable parquet file ({error})") from None
 
 
-def _is_parquet(path: Path) -> bool:
+def is_parquet(path: Path) -> bool:
     with open(path, "rb") as handle:
         return handle.read(4) == b"PAR1"
 
@@ -180,7 +180,7 @@ def exported_rows(path: Path) -> tuple[str, list[dict]] | None:
         return "save_to_disk", _arrow_folder_rows(path)
     if not path.is_file():
         return None
-    if _is_parquet(path):
+    if is_parquet(path):
         return "parquet", _parquet_rows(path)
     if looks_like_jsonl(path):
         return "jsonl", [row for _number, row in read_jsonl(path)]
@@ -194,6 +194,52 @@ def matches(schema: HfSchema, row: dict) -> bool:
 def schema_error(schema: HfSchema, path: Path, row: dict, expected_also: str) -> DataError:
     return DataError(path, "row 1", f"fields {', '.join(sorted(row)) or '(none)'}: expected the Hugging Face klue "
                                     f"'{schema.config}' fields ({', '.join(schema.fields)}){expected_also}")
+
+
+def prediction_rows(code: str, rows: list[dict], gold_ids: list[str], path: Path) -> list[dict]:
+    """Predictions as HF users keep them, made into this project's rows: 'id' read as 'guid' (SQuAD style);
+    without guids, one row per gold record in the gold's order (a count that differs is an error); HF
+    columns renamed (STS 'label' -> 'score', DP 'head'/'deprel' -> 'heads'/'deprels', MRC
+    'prediction_text' -> 'answer', WoS 'state' -> 'states', NER 'ne_tag' -> 'tags') and ClassLabel indices
+    turned into names. Rows in this project's own form pass unchanged."""
+    schema = SCHEMAS[code]
+    rows = [dict(row, guid=row["id"]) if "guid" not in row and "id" in row else row for row in rows]
+    if rows and not any("guid" in row for row in rows):
+        if len(rows) != len(gold_ids):
+            raise DataError(path, None, f"{len(rows)} predictions without guids for {len(gold_ids)} gold records: "
+                                        "predictions in the gold's row order need exactly one per record")
+        rows = [dict(row, guid=guid) for row, guid in zip(rows, gold_ids)]
+    converted = []
+    for number, row in enumerate(rows, start=1):
+        row = dict(row)
+        for column, ours in schema.predictions.items():
+            if column not in row or (ours in row and ours != column):
+                continue
+            value = row.pop(column)
+            if column in schema.labels:
+                where = f"row {number}"
+                value = ([label_name(schema, column, item, path, where) for item in value] if isinstance(value, list)
+                         else label_name(schema, column, value, path, where))
+            row[ours] = value
+        converted.append(row)
+    return converted
+
+
+def to_hf_predictions(code: str, rows: list[dict]) -> list[dict]:
+    """Prediction rows as HF users keep them: the HF columns only (see HfSchema.predictions), ClassLabel names
+    as indices, no guid (the order is the input's); the reverse of prediction_rows."""
+    schema = SCHEMAS[code]
+    converted = []
+    for row in rows:
+        hf_row = {}
+        for column, ours in schema.predictions.items():
+            value = row[ours]
+            if column in schema.labels:
+                names = schema.labels[column]
+                value = [names.index(item) for item in value] if isinstance(value, list) else names.index(value)
+            hf_row[column] = value
+        converted.append(hf_row)
+    return converted
 
 
 def readable(code: str, official: Callable[[Path], list], from_rows: Callable[[list[dict], Path], list],

@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
 from baselines import hf, scoring
-from baselines.dataio import DataError, atomic_output, looks_like_jsonl, read_tsv_blocks, require
+from baselines.dataio import DataError, atomic_output, looks_like_jsonl, read_text, read_tsv_blocks, require
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_text, records_from
 from baselines.explain import linear_top_features
 from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, StrOptions
@@ -115,9 +115,9 @@ def tree_problem(heads: Sequence[int]) -> str | None:
 
 
 def load_input(path: Path) -> list[DpSentence]:
-    """Official TSV, or JSONL with a 'text' per line (eojeols are its whitespace-separated words)."""
+    """Official TSV, CoNLL-U, or JSONL with a 'text' per line (eojeols are its whitespace-separated words)."""
     if not looks_like_jsonl(path):
-        return load(path)
+        return load_tsv_or_conllu(path)
     return jsonl_records(path, lambda row, guid, where: raw_sentence(require(row, "text", str, path, where), guid,
                                                                      path, where))
 
@@ -547,6 +547,88 @@ def with_kiwi_pos(records: Sequence[DpSentence]) -> list[DpSentence]:
     return converted
 
 
+CONLLU_COLUMNS = "ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC"
+
+
+def write_conllu(path: Path, records: Sequence[DpSentence], predictions: Sequence[dict]) -> None:
+    """Predictions as 10-column CoNLL-U: '# sent_id' and '# text' comments, then per eojeol its form, lemma
+    (KLUE's space-separated morpheme lemmas), UPOS '_' (KLUE has no UD tags), the Sejong tags in XPOS, the
+    integer HEAD and the KLUE relation in DEPREL."""
+    shown = records if all(w.pos for r in records for w in r.words) else with_kiwi_pos(records)
+    with atomic_output(path) as handle:
+        for sentence, prediction in zip(shown, predictions):
+            handle.write(f"# sent_id = {sentence.guid}\n# text = {sentence.text}\n")
+            for index, (word, head, deprel) in enumerate(zip(sentence.words, prediction["heads"],
+                                                             prediction["deprels"]), start=1):
+                columns = [str(index), word.form, word.lemma or "_", "_", word.pos or "_", "_", str(head), deprel,
+                           "_", "_"]
+                handle.write("\t".join(columns) + "\n")
+            handle.write("\n")
+
+
+def looks_like_conllu(path: Path) -> bool:
+    """True when the first token line has CoNLL-U's 10 tab-separated columns (the official TSV has 6)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.strip() and not line.startswith("#"):
+                    return len(line.rstrip("\r\n").split("\t")) == 10
+    except OSError:
+        return False
+    return False
+
+
+def load_conllu(path: Path) -> list[DpSentence]:
+    """Sentences of a CoNLL-U file: '# sent_id' as the guid (else conllu-N), '# text' as the text (else the
+    forms joined by spaces), XPOS as the Sejong tags. Multiword-token ranges (1-2) and empty nodes (1.1) are
+    skipped. HEAD and DEPREL are read when given ('_' everywhere: an unparsed sentence)."""
+    records = []
+    for first_line, comment_lines, token_rows in _conllu_blocks(path):
+        comments = {key.strip(): value for key, _sep, value in (line.lstrip("# ").partition(" = ")
+                                                                  for line in comment_lines)}
+        rows = [(number, columns) for number, columns in token_rows if columns[0].isdigit()]
+        guid = comments.get("sent_id", f"conllu-{len(records)}").strip()
+        where = f"line {first_line} (sent_id {guid})"
+        for number, columns in rows:
+            if len(columns) != 10:
+                raise DataError(path, f"line {number} (sent_id {guid})", f"expected the 10 columns {CONLLU_COLUMNS}, "
+                                                                         f"got {len(columns)}")
+        unparsed = all(columns[6] == "_" for _number, columns in rows)
+        words = [DpWord(columns[1], None if columns[2] == "_" else columns[2], None if columns[4] == "_" else columns[4])
+                 if unparsed else _word([columns[0], columns[1], columns[2], columns[4], columns[6], columns[7]],
+                                        position, len(rows), path, f"line {number} (sent_id {guid})")
+                 for position, (number, columns) in enumerate(rows, start=1)]
+        if not unparsed:
+            problem = tree_problem([word.head for word in words])
+            if problem:
+                raise DataError(path, where, f"the heads do not form a tree: {problem}")
+        records.append(DpSentence(guid, comments.get("text", " ".join(w.form for w in words)).strip(), words))
+    return records
+
+
+def _conllu_blocks(path: Path) -> list[tuple[int, list[str], list[tuple[int, list[str]]]]]:
+    """(first line number, comment lines, numbered token rows) per sentence; blank lines end sentences."""
+    blocks, comments, rows, first = [], [], [], 1
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            if comments or rows:
+                blocks.append((first, comments, rows))
+            comments, rows, first = [], [], number + 1
+        elif line.startswith("#") and not rows:
+            comments.append(line)
+        else:
+            rows.append((number, line.split("\t")))
+    if comments or rows:
+        blocks.append((first, comments, rows))
+    return blocks
+
+
+def load_tsv_or_conllu(path: Path) -> list[DpSentence]:
+    """The official DP TSV, or CoNLL-U (told apart by the number of columns)."""
+    return load_conllu(path) if looks_like_conllu(path) else load(path)
+
+
 def write_tsv(path: Path, records: Sequence[DpSentence], predictions: Sequence[dict]) -> None:
     """Predictions in the official DP TSV layout: '## guid<TAB>text', then INDEX WORD_FORM LEMMA POS
     HEAD DEPREL per eojeol (lemma and POS as given in the input, or Kiwi's for raw text)."""
@@ -561,10 +643,11 @@ def write_tsv(path: Path, records: Sequence[DpSentence], predictions: Sequence[d
             handle.write("\n")
 
 
-def predictions_from_tsv(path: Path) -> list[dict]:
-    """Predictions given as an official DP TSV file (as `predict dp --format tsv` writes)."""
+def predictions_from_file(path: Path) -> list[dict]:
+    """Predictions given as an official DP TSV file or as CoNLL-U (as `predict dp --format tsv` or
+    `--format conllu` write them)."""
     return [{"guid": r.guid, "heads": [w.head for w in r.words], "deprels": [w.deprel for w in r.words]}
-            for r in load(path)]
+            for r in load_tsv_or_conllu(path)]
 
 
 def compare(records: Sequence[DpSentence], aligned: Sequence[dict]) -> Comparison:
@@ -588,13 +671,14 @@ TASK = TaskSpec(
     code="dp", title="DP dependency parsing", folder="klue-dp-v1.1",
     train_file="klue-dp-v1.1_train.tsv", dev_file="klue-dp-v1.1_dev.tsv",
     texts=lambda records: [r.text for r in records],
-    load=hf.readable("dp", load, from_hf),
+    load=hf.readable("dp", load_tsv_or_conllu, from_hf),
     load_input=hf.readable("dp", load_input, from_hf, raw_jsonl=True),
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"mst": mst_parser, "mst-kiwi": mst_parser_kiwi_pos, "trivial": attach_to_next}, default_model="mst",
     predict=predict, score=score, headline=("uas_micro_f1", "las_micro_f1", "uas_macro_f1", "las_macro_f1"),
-    predictions_from_path=predictions_from_tsv, write_tsv=write_tsv, model_for_pos={"gold": "mst", "kiwi": "mst-kiwi"},
-    prediction_formats="JSONL with one prediction per line, or the official TSV",
+    predictions_from_path=predictions_from_file, writers={"tsv": write_tsv, "conllu": write_conllu},
+    model_for_pos={"gold": "mst", "kiwi": "mst-kiwi"},
+    prediction_formats="JSONL with one prediction per line, the official TSV, or CoNLL-U",
     prediction_example='{"guid": "klue-dp-v1_dev_00000_wikitree", "heads": [2, 6, 4, 6, 6, 0], '
                        '"deprels": ["NP", "NP_SBJ", "NP_MOD", "NP_AJT", "NP_OBJ", "VP"]}',
     compare=compare,
