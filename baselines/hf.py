@@ -47,7 +47,9 @@ class HfSchema:
     `fields` are the columns of every row; `labels` maps each ClassLabel column to its names, in ClassLabel
     order (the integer is the index); `predictions` maps a prediction column as HF users keep it to this
     project's prediction field; `split_sizes` are the records of the official train and dev files (a file of
-    that many records is taken as the whole split); `guid_stem` numbers the rows of configs without guids.
+    that many records is taken as the whole split); `guid_stem` numbers the rows of configs without guids;
+    `class_scores` maps a prediction column of per-class numbers (a list in ClassLabel order) to the
+    ClassLabel column that orders it (RE's 'probs', which AUPRC needs).
     """
     config: str
     fields: tuple[str, ...]
@@ -55,6 +57,7 @@ class HfSchema:
     predictions: dict[str, str] = field(default_factory=dict)
     split_sizes: dict[str, int] = field(default_factory=dict)
     guid_stem: str = ""
+    class_scores: dict[str, str] = field(default_factory=dict)
 
 
 # The mapping, config by config (fields and ClassLabel orders as in datasets/klue/klue.py).
@@ -69,7 +72,8 @@ SCHEMAS: dict[str, HfSchema] = {schema.config: schema for schema in (
     HfSchema("ner", ("sentence", "char", "ne_tag"), {"ne_tag": HF_NER_TAGS}, {"ne_tag": "tags"},
              {"train": 21008, "dev": 5000}, "klue-ner-v1_{split}_{index:05d}"),
     HfSchema("re", ("guid", "sentence", "subject_entity", "object_entity", "label", "source"),
-             {"label": RE_LABELS}, {"label": "label"}, {"train": 32470, "dev": 7765}),
+             {"label": RE_LABELS}, {"label": "label", "probs": "probs"}, {"train": 32470, "dev": 7765},
+             class_scores={"probs": "label"}),
     HfSchema("dp", ("sentence", "index", "word_form", "lemma", "pos", "head", "deprel"), {},
              {"head": "heads", "deprel": "deprels"}, {"train": 10000, "dev": 2000}, "klue-dp-v1_{split}_{index:05d}"),
     HfSchema("mrc", ("title", "context", "news_category", "source", "guid", "is_impossible", "question_type",
@@ -216,7 +220,13 @@ def prediction_rows(code: str, rows: list[dict], gold_ids: list[str], path: Path
             if column not in row or (ours in row and ours != column):
                 continue
             value = row.pop(column)
-            if column in schema.labels:
+            if column in schema.class_scores and isinstance(value, list):
+                names = schema.labels[schema.class_scores[column]]
+                if len(value) != len(names):
+                    raise DataError(path, f"row {number}", f"'{column}' should hold {len(names)} numbers, one per "
+                                                           f"class of HF klue {code}, not {len(value)}")
+                value = dict(zip(names, value))
+            elif column in schema.labels:
                 where = f"row {number}"
                 value = ([label_name(schema, column, item, path, where) for item in value] if isinstance(value, list)
                          else label_name(schema, column, value, path, where))
@@ -233,8 +243,12 @@ def to_hf_predictions(code: str, rows: list[dict]) -> list[dict]:
     for row in rows:
         hf_row = {}
         for column, ours in schema.predictions.items():
+            if ours not in row:
+                continue  # an optional column (RE's probs of a model without predict_proba)
             value = row[ours]
-            if column in schema.labels:
+            if column in schema.class_scores:
+                value = [value.get(name, 0.0) for name in schema.labels[schema.class_scores[column]]]
+            elif column in schema.labels:
                 names = schema.labels[column]
                 value = [names.index(item) for item in value] if isinstance(value, list) else names.index(value)
             hf_row[column] = value

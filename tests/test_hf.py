@@ -1,0 +1,161 @@
+"""Hugging Face `klue` exports (JSON Lines, parquet, save_to_disk) in, HF-style predictions and CoNLL-U out:
+the same records and scores as from the official files."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from baselines import api, hf
+from baselines.cli import main
+from baselines.dataio import DataError
+from baselines.registry import TASK_CODES, get_task
+from baselines.taskspec import align_predictions
+from hf_fixtures import hf_rows, write_jsonl, write_parquet, write_saved_dataset
+
+pytest.importorskip("pyarrow", reason="parquet and save_to_disk exports need the hf extra (pyarrow)")
+
+FORMATS = ("jsonl", "parquet", "disk")
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory) -> Path:
+    """The shipped sample exported as HF `klue` files: <config>/{train,validation}.{jsonl,parquet} and
+    <config>/{train,validation}/ (save_to_disk), WoS's ontology beside its files as a user would put it."""
+    root = tmp_path_factory.mktemp("hf")
+    for code in TASK_CODES:
+        folder = root / code
+        folder.mkdir()
+        for split, name in (("train", "train"), ("dev", "validation")):
+            rows = hf_rows(code, api.data_file(code, split))
+            write_jsonl(rows, folder / f"{name}.jsonl")
+            write_parquet(rows, folder / f"{name}.parquet")
+            write_saved_dataset(rows, folder / name)
+        for extra in get_task(code).extra_files:
+            shutil.copy(api.data_file(code, "dev").parent / extra, folder / extra)
+    return root
+
+
+def export(root: Path, code: str, split: str, kind: str) -> Path:
+    name = "validation" if split == "dev" else "train"
+    return root / code / (name if kind == "disk" else f"{name}.{kind}")
+
+
+def comparable(code: str, records: list) -> tuple:
+    """What must survive the trip through HF: inputs and gold (NER and DP guids differ by design)."""
+    spec = get_task(code)
+    return spec.plain_inputs(records), spec.targets(records)
+
+
+@pytest.mark.parametrize("kind", FORMATS)
+@pytest.mark.parametrize("code", TASK_CODES)
+def test_hf_exports_read_as_the_official_records(exports, code, kind):
+    official = api.load(code, api.data_file(code, "dev"))
+    from_hf = api.load(code, export(exports, code, "dev", kind))
+    assert comparable(code, from_hf) == comparable(code, official)
+    if code not in ("ner", "dp"):
+        assert [r.guid for r in from_hf] == [r.guid for r in official]
+    else:
+        assert [r.guid for r in from_hf] == [f"row-{i}" for i in range(len(official))]  # not a whole split
+
+
+@pytest.mark.parametrize("code", TASK_CODES)
+def test_a_model_scores_the_same_from_hf_files(exports, code):
+    official = api.evaluate(code, "trivial", train=api.data_file(code, "train"), dev=api.data_file(code, "dev"))
+    for kind in ("jsonl", "parquet"):
+        from_hf = api.evaluate(code, "trivial", train=export(exports, code, "train", kind),
+                               dev=export(exports, code, "dev", kind))
+        assert from_hf["metrics"] == official["metrics"]
+
+
+def test_a_data_dir_of_hf_exports(exports):
+    data = api.locate("nli", exports)
+    assert data.train == exports / "nli" / "train.jsonl" and data.dev == exports / "nli" / "validation.jsonl"
+    record = api.evaluate("re", "trivial", data_dir=exports)  # RE's relation list: the official one by default
+    assert record["metrics"]["micro_f1"] == api.evaluate("re", "trivial")["metrics"]["micro_f1"]
+
+
+def test_nli_labels_follow_the_hf_classlabel_order(exports):
+    rows = [json.loads(line) for line in (exports / "nli" / "validation.jsonl").read_text(encoding="utf-8").split("\n")
+            if line]
+    records = api.load("nli", exports / "nli" / "validation.jsonl")
+    names = {0: "entailment", 1: "contradiction", 2: "neutral"}
+    assert [names[row["label"]] for row in rows] == [record.label for record in records]
+
+
+def test_unknown_schemas_and_folders_are_one_line_errors(exports, tmp_path):
+    odd = tmp_path / "odd.jsonl"
+    odd.write_text('{"text": "가", "tag": 1}\n{"text": "나", "tag": 2}\n', encoding="utf-8")
+    result = CliRunner().invoke(main, ["-q", "run", "ynat", "--model", "trivial", "--train", str(odd), "--dev",
+                                       str(odd)])
+    assert result.exit_code != 0 and len(result.output.strip().splitlines()) == 1
+    assert "fields tag, text" in result.output and "(guid, title, label, url, date)" in result.output
+    (tmp_path / "dict").mkdir()
+    (tmp_path / "dict" / "dataset_dict.json").write_text('{"splits": ["train"]}', encoding="utf-8")
+    shutil.copytree(exports / "ynat" / "train", tmp_path / "dict" / "train")
+    with pytest.raises(DataError, match="DatasetDict; give one split's folder \\(train\\)"):
+        api.load("ynat", tmp_path / "dict")
+    with pytest.raises(DataError, match="outside the 7 classes"):
+        hf.label_name(hf.SCHEMAS["ynat"], "label", 7, odd, "row 1")
+    assert hf.label_name(hf.SCHEMAS["ynat"], "label", -1, odd, "row 1") is None  # HF's 'no label' (test splits)
+
+
+def test_guidless_rows_of_a_whole_split_get_the_official_stems():
+    assert hf.positional_guids(hf.SCHEMAS["ner"], 5000)[42] == "klue-ner-v1_dev_00042"
+    assert hf.positional_guids(hf.SCHEMAS["dp"], 10000)[7] == "klue-dp-v1_train_00007"
+    assert hf.positional_guids(hf.SCHEMAS["dp"], 3)[2] == "row-2"
+    gold = [type("R", (), {"guid": guid})() for guid in ("klue-ner-v1_dev_00000-wikitree", "klue-ner-v1_dev_00001-nsmc")]
+    predictions = [{"guid": "klue-ner-v1_dev_00001", "tags": ["O"]}, {"guid": "klue-ner-v1_dev_00000", "tags": []}]
+    assert align_predictions(gold, predictions, lambda r: r.guid) == predictions[::-1]
+
+
+@pytest.mark.parametrize("code", ["ynat", "sts", "nli", "ner", "re", "dp", "mrc"])
+def test_hf_style_predictions_score_as_the_official_ones(exports, code, tmp_path):
+    dev = api.data_file(code, "dev")
+    rows = api.predict(code, api.fit(code, api.data_file(code, "train")), dev)
+    expected = api.score(code, dev, rows)
+    path = tmp_path / "hf.jsonl"
+    write_jsonl(hf.to_hf_predictions(code, rows), path)
+    assert "guid" not in json.loads(path.read_text(encoding="utf-8").split("\n")[0])
+    if code == "mrc":  # the reader's diagnostics need its best span and belief, which HF answers do not carry
+        expected = {key: value for key, value in expected.items() if key.startswith(("exact_match", "rouge_w"))}
+    assert api.score(code, dev, path) == expected
+    assert api.score(code, export(exports, code, "dev", "parquet"), path) == expected
+    write_jsonl(hf.to_hf_predictions(code, rows)[:-1], path)
+    with pytest.raises(DataError, match="predictions without guids for .* gold records"):
+        api.score(code, dev, path)
+
+
+def test_predict_writes_hf_predictions(exports, tmp_path):
+    output = tmp_path / "ynat-hf.jsonl"
+    result = CliRunner().invoke(main, ["-q", "predict", "ynat", "--input", str(export(exports, "ynat", "dev", "disk")),
+                                       "--output", str(output), "--format", "hf"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in output.read_text(encoding="utf-8").split("\n") if line]
+    assert all(set(row) == {"label"} and isinstance(row["label"], int) for row in rows)
+    scored = CliRunner().invoke(main, ["-q", "score", "ynat", "--gold", str(export(exports, "ynat", "dev", "jsonl")),
+                                       "--predictions", str(output), "--json"])
+    assert scored.exit_code == 0 and json.loads(scored.output)["metrics"]["macro_f1"] > 0
+
+
+def test_dp_conllu_out_parses_and_reads_back(tmp_path):
+    conllu = pytest.importorskip("conllu")
+    dev = api.data_file("dp", "dev")
+    output = tmp_path / "dp.conllu"
+    rows = api.predict_file("dp", dev, output, output_format="conllu")
+    sentences = conllu.parse(output.read_text(encoding="utf-8"))
+    records = api.load("dp", dev)
+    assert len(sentences) == len(records)
+    first = sentences[0]
+    assert first.metadata["sent_id"] == records[0].guid and first.metadata["text"] == records[0].text
+    assert [token["head"] for token in first] == rows[0]["heads"]
+    assert [token["xpos"] for token in first] == [word.pos for word in records[0].words]
+    assert [token["deprel"] for token in first] == rows[0]["deprels"]
+    assert api.score("dp", dev, output) == api.score("dp", dev, rows)  # CoNLL-U predictions
+    gold_conllu = tmp_path / "gold.conllu"
+    api.task_spec("dp").writers["conllu"](gold_conllu, records, [
+        {"heads": [w.head for w in r.words], "deprels": [w.deprel for w in r.words]} for r in records])
+    assert comparable("dp", api.load("dp", gold_conllu)) == comparable("dp", records)  # CoNLL-U gold and training
