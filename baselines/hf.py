@@ -227,9 +227,10 @@ def prediction_rows(code: str, rows: list[dict], gold_ids: list[str], path: Path
                                                            f"class of HF klue {code}, not {len(value)}")
                 value = dict(zip(names, value))
             elif column in schema.labels:
-                where = f"row {number}"
-                value = ([label_name(schema, column, item, path, where) for item in value] if isinstance(value, list)
-                         else label_name(schema, column, value, path, where))
+                # Indices become names; names are left for the task's own check, which counts the unknown ones.
+                def named(item: Any) -> Any:
+                    return item if isinstance(item, str) else label_name(schema, column, item, path, f"row {number}")
+                value = [named(item) for item in value] if isinstance(value, list) else named(value)
             row[ours] = value
         converted.append(row)
     return converted
@@ -271,7 +272,9 @@ def readable(code: str, official: Callable[[Path], list], from_rows: Callable[[l
         kind, rows = exported
         if rows and matches(schema, rows[0]):
             return from_rows(rows, Path(path))
-        if kind == "jsonl" and raw_jsonl:
+        if kind == "jsonl" and (raw_jsonl or len(rows) == 1):
+            # A single line may be a whole official document written compactly ({"data": [...]} for MRC):
+            # the official reader says what is wrong with it.
             return official(path)
         raise schema_error(schema, Path(path), rows[0] if rows else {}, "" if kind != "jsonl" else
                            "; JSON Lines are read as Hugging Face exports, and official files are one JSON document")

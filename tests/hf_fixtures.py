@@ -9,6 +9,7 @@ Written independently of baselines.hf, so that a mistake in one shows against th
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -132,6 +133,9 @@ def export_folder(source: Path, target: Path) -> list[Path]:
             (target / config).mkdir(parents=True, exist_ok=True)
             written.append(write_jsonl(rows, target / config / f"{stem}.jsonl"))
             written.append(write_parquet(rows, target / config / f"{stem}.parquet"))
+        for extra in ("ontology.json",):  # WoS's ontology is not part of the HF dataset: it goes beside
+            if (source / folder / extra).is_file():
+                written.append(Path(shutil.copy(source / folder / extra, target / config / extra)))
     return written
 
 
