@@ -532,7 +532,8 @@ def compare_command(ctx, task: str, gold_path: Path, predictions_paths: tuple[Pa
                f"{compared['units']} units (seed {compared['seed']})")
     _print_table(["metric", "A", "B", "B - A", "95% interval", "p"], [[
         row["metric"], results.format_score(row["a"]), results.format_score(row["b"]),
-        "n/a" if row["difference"] is None else f"{row['difference']:+.2f}", f"[{results.format_score(row['low'])}, {results.format_score(row['high'])}]",
+        "n/a" if row["difference"] is None else f"{row['difference']:+.2f}",
+        f"[{results.format_score(row['low'])}, {results.format_score(row['high'])}]",
         results.format_score(row["p_value"], digits=4)] for row in compared["metrics"]])
 
 

@@ -107,7 +107,8 @@ def test_guidless_rows_of_a_whole_split_get_the_official_stems():
     assert hf.positional_guids(hf.SCHEMAS["ner"], 5000)[42] == "klue-ner-v1_dev_00042"
     assert hf.positional_guids(hf.SCHEMAS["dp"], 10000)[7] == "klue-dp-v1_train_00007"
     assert hf.positional_guids(hf.SCHEMAS["dp"], 3)[2] == "row-2"
-    gold = [type("R", (), {"guid": guid})() for guid in ("klue-ner-v1_dev_00000-wikitree", "klue-ner-v1_dev_00001-nsmc")]
+    guids = ("klue-ner-v1_dev_00000-wikitree", "klue-ner-v1_dev_00001-nsmc")
+    gold = [type("R", (), {"guid": guid})() for guid in guids]
     predictions = [{"guid": "klue-ner-v1_dev_00001", "tags": ["O"]}, {"guid": "klue-ner-v1_dev_00000", "tags": []}]
     assert align_predictions(gold, predictions, lambda r: r.guid) == predictions[::-1]
 

@@ -382,7 +382,8 @@ def compare(records: Sequence, aligned: Sequence[dict]):
 
 TASK = TaskSpec(
     code="re", title="RE relation extraction", folder="klue-re-v1.1",
-    train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,), optional_extras=(RELATION_LIST,),
+    train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,),
+    optional_extras=(RELATION_LIST,),
     texts=lambda records: [r.sentence for r in records],
     load=hf.readable("re", load, from_hf),
     load_input=hf.readable("re", load_input, from_hf, raw_jsonl=True),

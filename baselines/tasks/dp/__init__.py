@@ -578,6 +578,11 @@ def looks_like_conllu(path: Path) -> bool:
     return False
 
 
+def _given(value: str) -> str | None:
+    """A CoNLL-U field, None where it is '_' (not given)."""
+    return None if value == "_" else value
+
+
 def load_conllu(path: Path) -> list[DpSentence]:
     """Sentences of a CoNLL-U file: '# sent_id' as the guid (else conllu-N), '# text' as the text (else the
     forms joined by spaces), XPOS as the Sejong tags. Multiword-token ranges (1-2) and empty nodes (1.1) are
@@ -594,7 +599,7 @@ def load_conllu(path: Path) -> list[DpSentence]:
                 raise DataError(path, f"line {number} (sent_id {guid})", f"expected the 10 columns {CONLLU_COLUMNS}, "
                                                                          f"got {len(columns)}")
         unparsed = all(columns[6] == "_" for _number, columns in rows)
-        words = [DpWord(columns[1], None if columns[2] == "_" else columns[2], None if columns[4] == "_" else columns[4])
+        words = [DpWord(columns[1], _given(columns[2]), _given(columns[4]))
                  if unparsed else _word([columns[0], columns[1], columns[2], columns[4], columns[6], columns[7]],
                                         position, len(rows), path, f"line {number} (sent_id {guid})")
                  for position, (number, columns) in enumerate(rows, start=1)]
