@@ -296,7 +296,8 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
         if command is not None:
             record["command"] = command
         records.append(record)
-        log(f"{code}: " + ", ".join(f"{k} {results.format_score(v)}" for k, v in record["headline"].items())
+        # Printed from the six-digit metrics, as the results table is: the four-digit headline would round twice.
+        log(f"{code}: " + ", ".join(f"{k} {results.format_score(record['metrics'][k])}" for k in record["headline"])
             + f" ({sum(record['seconds'].values()):.1f}s, peak {results.memory_cell(record['peak_rss_mb'])} MiB)")
         if predictions_dir is not None:
             path = Path(predictions_dir) / f"{results.run_file_stem(record)}.jsonl"
@@ -340,7 +341,7 @@ def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1),
             key: record[key] for key in ("trained_on", "headline", "fold_headline", "metrics", "seconds", "peak_rss_mb")
             if key in record}})
         log(f"{task}: {fraction:g} of the training data: "
-            + ", ".join(f"{k} {results.format_score(v)}" for k, v in record["headline"].items()))
+            + ", ".join(f"{k} {results.format_score(record['metrics'][k])}" for k in record["headline"]))
     report = results.learning_curve_report(record, points, command)
     if folder is not None:
         path = folder / "learning-curve" / f"{results.run_file_stem(record)}.json"

@@ -337,8 +337,8 @@ def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv:
                       pos=pos, results_dir=results_dir, predictions_dir=predictions_dir, plots_dir=plots_dir,
                       command=command_line(), log=console(ctx).log, **params)
     _print_table(["task", "model", "metric", "score", "protocol"],
-                 [[record["task"], record["model"], metric, results.format_score(value), record["protocol"]]
-                  for record in records for metric, value in record["headline"].items()])
+                 [[record["task"], record["model"], metric, results.format_score(record["metrics"][metric]),
+                   record["protocol"]] for record in records for metric in record["headline"]])
     if any(record["sample"] for record in records):
         click.echo("(scores on the shipped sample, not KLUE results: use --data-dir for the real data)")
 
