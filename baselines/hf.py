@@ -227,13 +227,18 @@ def prediction_rows(code: str, rows: list[dict], gold_ids: list[str], path: Path
                                                            f"class of HF klue {code}, not {len(value)}")
                 value = dict(zip(names, value))
             elif column in schema.labels:
-                # Indices become names; names are left for the task's own check, which counts the unknown ones.
-                def named(item: Any) -> Any:
-                    return item if isinstance(item, str) else label_name(schema, column, item, path, f"row {number}")
-                value = [named(item) for item in value] if isinstance(value, list) else named(value)
+                value = _named(schema, column, value, path, f"row {number}")
             row[ours] = value
         converted.append(row)
     return converted
+
+
+def _named(schema: HfSchema, column: str, value: Any, path: Path, where: str) -> Any:
+    """ClassLabel indices (one, or a list such as NER's tags) as names. Names are left as they are, for the
+    task's own check, which counts the unknown ones."""
+    if isinstance(value, list):
+        return [_named(schema, column, item, path, where) for item in value]
+    return value if isinstance(value, str) else label_name(schema, column, value, path, where)
 
 
 def to_hf_predictions(code: str, rows: list[dict]) -> list[dict]:

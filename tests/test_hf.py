@@ -160,3 +160,23 @@ def test_dp_conllu_out_parses_and_reads_back(tmp_path):
     api.task_spec("dp").writers["conllu"](gold_conllu, records, [
         {"heads": [w.head for w in r.words], "deprels": [w.deprel for w in r.words]} for r in records])
     assert comparable("dp", api.load("dp", gold_conllu)) == comparable("dp", records)  # CoNLL-U gold and training
+
+
+def test_hostile_exports_are_one_line_errors(tmp_path):
+    fake = tmp_path / "fake.parquet"
+    fake.write_bytes(b"PAR1 not really parquet")
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    (folder / "state.json").write_text('{"_data_files": [{"filename": "../../etc/passwd"}]}', encoding="utf-8")
+    broken_state = tmp_path / "broken"
+    broken_state.mkdir()
+    (broken_state / "state.json").write_text("{", encoding="utf-8")
+    runner = CliRunner()
+    for bad, expected in ((fake, "not a readable parquet file"), (folder, "not a readable Arrow stream"),
+                          (broken_state, "save_to_disk state")):
+        result = runner.invoke(main, ["-q", "score", "ynat", "--gold", str(bad), "--predictions", str(fake)])
+        assert result.exit_code != 0 and result.output.startswith("Error: ") and expected in result.output
+        assert len(result.output.strip().splitlines()) == 1
+    # The file that state.json names is looked for inside the folder only.
+    assert str(folder / "passwd") in runner.invoke(main, ["-q", "score", "ynat", "--gold", str(folder),
+                                                          "--predictions", str(fake)]).output
