@@ -7,7 +7,7 @@
     api.score("ynat", "ynat-v1.1_dev.json", "predictions.jsonl")     # the official metrics
 
 Every function takes a task code ('ynat', 'sts', 'nli', 'ner', 're', 'dp', 'mrc', 'wos'). Files may be
-official files or the raw JSONL that `predict` reads; errors are DataError, PredictionError or UsageError
+official files, Hugging Face `klue` exports (baselines.hf) or the raw JSONL that `predict` reads; errors are DataError, PredictionError or UsageError
 with a one-line message that names the file and the record.
 """
 from __future__ import annotations
