@@ -7,8 +7,8 @@
     api.score("ynat", "ynat-v1.1_dev.json", "predictions.jsonl")     # the official metrics
 
 Every function takes a task code ('ynat', 'sts', 'nli', 'ner', 're', 'dp', 'mrc', 'wos'). Files may be
-official files, Hugging Face `klue` exports (baselines.hf) or the raw JSONL that `predict` reads; errors are DataError, PredictionError or UsageError
-with a one-line message that names the file and the record.
+official files, Hugging Face `klue` exports (baselines.hf) or the raw JSONL that `predict` reads; errors are
+DataError, PredictionError or UsageError with a one-line message that names the file and the record.
 """
 from __future__ import annotations
 
@@ -67,6 +67,24 @@ def load(task: str, path: PathLike) -> list:
     """The records of an official file, or of the raw JSONL that `predict` reads (labels where given)."""
     spec = get_task(task)
     return (spec.load_input or spec.load)(Path(path))
+
+
+def records_from_hf(task: str, rows: Sequence[dict]) -> list:
+    """Records of rows in the Hugging Face klue schema of the task's config, as a `datasets.Dataset` gives
+    them (`list(ds)` or `ds.to_list()`): the same conversion that reads HF exports from files."""
+    spec = get_task(task)
+    return spec.from_hf(list(rows), Path(f"<Hugging Face klue {hf.SCHEMAS[task].config} rows>"))
+
+
+def load_hub(task: str, split: str = "validation") -> list:
+    """The records of a split of the `klue` dataset on the Hugging Face hub, through `datasets.load_dataset`
+    (the `hf` extra, and network access to the hub); the conversion is records_from_hf."""
+    try:
+        import datasets
+    except ImportError:
+        raise driver.UsageError('loading from the Hugging Face hub needs the datasets package: pip install '
+                                '"klue-baselines[hf]"') from None
+    return records_from_hf(task, datasets.load_dataset("klue", hf.SCHEMAS[task].config, split=split).to_list())
 
 
 def load_xy(task: str, path: PathLike, plain: bool = False) -> tuple[list, list]:

@@ -51,6 +51,7 @@ class TaskSpec:
     as_records: Callable[[Sequence], list] = field(default=list)  # records or plain inputs -> records
     plain_inputs: Callable[[Sequence], list] = field(default=list)  # records -> what a notebook user hands over
     load_input: Callable[[Path], list] | None = None
+    from_hf: Callable[[list[dict], Path], list] | None = None  # rows of the Hugging Face klue schema -> records
     extra_files: tuple[str, ...] = ()
     optional_extras: tuple[str, ...] = ()  # extra files with a default, when neither beside the data nor found
     load_resources: Callable[[dict[str, Path]], dict] = field(default=lambda files: {})

@@ -180,3 +180,23 @@ def test_hostile_exports_are_one_line_errors(tmp_path):
     # The file that state.json names is looked for inside the folder only.
     assert str(folder / "passwd") in runner.invoke(main, ["-q", "score", "ynat", "--gold", str(folder),
                                                           "--predictions", str(fake)]).output
+
+
+def test_rows_from_a_dataset_object_convert_as_files_do(exports):
+    rows = hf_rows("ner", api.data_file("ner", "dev"))  # what list(load_dataset("klue", "ner")["validation"]) holds
+    assert comparable("ner", api.records_from_hf("ner", rows)) == comparable("ner", api.load("ner", api.data_file(
+        "ner", "dev")))
+
+
+def test_the_hub_needs_the_datasets_package(monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_datasets(name, *args, **kwargs):
+        if name == "datasets":
+            raise ImportError("no datasets here")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_datasets)
+    with pytest.raises(api.driver.UsageError, match=r'pip install "klue-baselines\[hf\]"'):
+        api.load_hub("ynat")

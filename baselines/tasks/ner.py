@@ -437,7 +437,7 @@ TASK = TaskSpec(
     code="ner", title="NER named entity recognition", folder="klue-ner-v1.1",
     train_file="klue-ner-v1.1_train.tsv", dev_file="klue-ner-v1.1_dev.tsv",
     texts=lambda records: [r.text for r in records],
-    load=hf.readable("ner", load, from_hf),
+    load=hf.readable("ner", load, from_hf), from_hf=from_hf,
     load_input=hf.readable("ner", load_input, from_hf, raw_jsonl=True),
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"crf": character_crf, "trivial": all_outside}, default_model="crf",

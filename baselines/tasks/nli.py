@@ -229,7 +229,7 @@ TASK = TaskSpec(
     code="nli", title="NLI natural language inference", folder="klue-nli-v1.1",
     train_file="klue-nli-v1.1_train.json", dev_file="klue-nli-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.premise, r.hypothesis)],
-    load=hf.readable("nli", load, from_hf),
+    load=hf.readable("nli", load, from_hf), from_hf=from_hf,
     load_input=hf.readable("nli", load_input, from_hf, raw_jsonl=True),
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": inference_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",

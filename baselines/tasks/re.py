@@ -385,7 +385,7 @@ TASK = TaskSpec(
     train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,),
     optional_extras=(RELATION_LIST,),
     texts=lambda records: [r.sentence for r in records],
-    load=hf.readable("re", load, from_hf),
+    load=hf.readable("re", load, from_hf), from_hf=from_hf,
     load_input=hf.readable("re", load_input, from_hf, raw_jsonl=True),
     as_records=as_records, plain_inputs=plain_inputs,
     load_resources=load_resources, targets=targets,

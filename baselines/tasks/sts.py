@@ -274,7 +274,7 @@ TASK = TaskSpec(
     code="sts", title="STS semantic textual similarity", folder="klue-sts-v1.1",
     train_file="klue-sts-v1.1_train.json", dev_file="klue-sts-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.sentence1, r.sentence2)],
-    load=hf.readable("sts", load, records_from_rows),
+    load=hf.readable("sts", load, records_from_rows), from_hf=records_from_rows,
     load_input=hf.readable("sts", load_input, records_from_rows, raw_jsonl=True),
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"features-gbr": similarity_regressor, "trivial": training_mean}, default_model="features-gbr",

@@ -208,7 +208,7 @@ TASK = TaskSpec(
     code="ynat", title="YNAT topic classification", folder="ynat-v1.1",
     train_file="ynat-v1.1_train.json", dev_file="ynat-v1.1_dev.json",
     texts=lambda records: [r.title for r in records],
-    load=hf.readable("ynat", load, from_hf),
+    load=hf.readable("ynat", load, from_hf), from_hf=from_hf,
     load_input=hf.readable("ynat", load_input, from_hf, raw_jsonl=True),
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": topic_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",

@@ -676,7 +676,7 @@ TASK = TaskSpec(
     code="dp", title="DP dependency parsing", folder="klue-dp-v1.1",
     train_file="klue-dp-v1.1_train.tsv", dev_file="klue-dp-v1.1_dev.tsv",
     texts=lambda records: [r.text for r in records],
-    load=hf.readable("dp", load_tsv_or_conllu, from_hf),
+    load=hf.readable("dp", load_tsv_or_conllu, from_hf), from_hf=from_hf,
     load_input=hf.readable("dp", load_input, from_hf, raw_jsonl=True),
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"mst": mst_parser, "mst-kiwi": mst_parser_kiwi_pos, "trivial": attach_to_next}, default_model="mst",

@@ -75,7 +75,7 @@ TASK = TaskSpec(
     code="mrc", title="MRC machine reading comprehension", folder="klue-mrc-v1.1",
     train_file="klue-mrc-v1.1_train.json", dev_file="klue-mrc-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.context, r.question)],
-    load=hf.readable("mrc", load, from_hf),
+    load=hf.readable("mrc", load, from_hf), from_hf=from_hf,
     load_input=hf.readable("mrc", load_input, from_hf, raw_jsonl=True),
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"span-ranker": span_ranker, "trivial": empty_answer}, default_model="span-ranker",
