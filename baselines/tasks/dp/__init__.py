@@ -370,9 +370,12 @@ class MstParser(TaskModel, BaseEstimator):
     epochs : int
         Perceptron passes over the training sentences.
     dimension : int
-        Size of the hashed arc-feature space.
+        Size of the hashed arc-feature space. 2**24 and min_count 2 by 3-fold CV on the training sentences
+        (results/tuning/dp-mst-dimension-min-count.json, dp-mst-min-count.json): UAS 82.69 at 2**22 and 1,
+        83.34 at 2**24 and 2.
     min_count : int
-        An eojeol attribute must occur this often in training to get a vocabulary id.
+        An eojeol attribute must occur this often in training to get a vocabulary id (rarer values share
+        the unknown id, so what is learnt of them carries over to unseen words).
     label_C : float
         Inverse L2 strength of the relation labeller. 16 by 3-fold CV on the training sentences
         (results/tuning/dp-mst-label-c*.json: LAS rises from C=1 to 16 and falls at 32).
@@ -405,7 +408,7 @@ class MstParser(TaskModel, BaseEstimator):
         "random_state": [SEED],
     }
 
-    def __init__(self, epochs: int = 6, dimension: int = 2 ** 22, min_count: int = 1, label_C: float = 16.0,
+    def __init__(self, epochs: int = 6, dimension: int = 2 ** 24, min_count: int = 2, label_C: float = 16.0,
                  pos: str = "gold", random_state: int = 0):
         self.epochs = epochs
         self.pos = pos
