@@ -465,6 +465,12 @@ class MstParser(TaskModel, BaseEstimator):
         self._fit_relations(records)
         return self
 
+    def _as_featurized(self, attributes: dict[str, str]) -> dict[str, str]:
+        """An eojeol's attributes as the featurizer sees them: a value below min_count is '<rare>', the one
+        id that all such values share (so a feature on it is named once, not by every rare word)."""
+        vocabulary = self.featurizer_.vocabulary
+        return {name: value if f"{name}={value}" in vocabulary else "<rare>" for name, value in attributes.items()}
+
     def _name_strongest_arcs(self, records: Sequence[DpSentence], arcs: list) -> list[tuple[int, str]]:
         """(index, name) of the ARC_FEATURES_NAMED strongest arc weights each way, named from the training
         arcs they fired on. The features are hashed, so their names exist only here, at fit time; where two
@@ -477,7 +483,7 @@ class MstParser(TaskModel, BaseEstimator):
             hits = np.isin(features, kept)
             if not hits.any():
                 continue
-            rows = [ROOT] + [eojeol_attributes(w) for w in sentence.words]
+            rows = [ROOT] + [self._as_featurized(eojeol_attributes(w)) for w in sentence.words]
             for column in np.flatnonzero(hits.any(axis=0)):
                 indices, first = np.unique(features[hits[:, column], column], return_index=True)
                 arc_rows = np.flatnonzero(hits[:, column])[first]
