@@ -101,6 +101,13 @@ def label_name(schema: HfSchema, column: str, value: Any, path: Path, where: str
     return value
 
 
+def rows_with_label_names(code: str, rows: list[dict], path: Path, official_field: str = "label") -> list[dict]:
+    """Rows whose ClassLabel 'label' index is put, as its name, in the field the official file uses."""
+    schema = SCHEMAS[code]
+    return [dict(row, **{official_field: label_name(schema, "label", row["label"], path, f"row {number}")})
+            for number, row in enumerate(rows, start=1)]
+
+
 def positional_guids(schema: HfSchema, count: int) -> list[str]:
     """Guids for rows without one: the official guid stems where `count` is an official split's size
     (whose order the HF split keeps), else row-N."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from baselines import hf
 from baselines.dataio import DataError, read_jsonl
 from baselines.report import Comparison
 
@@ -51,7 +52,8 @@ class TaskSpec:
     as_records: Callable[[Sequence], list] = field(default=list)  # records or plain inputs -> records
     plain_inputs: Callable[[Sequence], list] = field(default=list)  # records -> what a notebook user hands over
     load_input: Callable[[Path], list] | None = None
-    from_hf: Callable[[list[dict], Path], list] | None = None  # rows of the Hugging Face klue schema -> records
+    # Rows of the Hugging Face klue schema -> records; with it, load and load_input also read HF exports.
+    from_hf: Callable[[list[dict], Path], list] | None = None
     extra_files: tuple[str, ...] = ()
     optional_extras: tuple[str, ...] = ()  # extra files with a default, when neither beside the data nor found
     load_resources: Callable[[dict[str, Path]], dict] = field(default=lambda files: {})
@@ -65,6 +67,15 @@ class TaskSpec:
     prediction_formats: str = "JSONL with one prediction per line"
     score_notes: Callable[[dict], list[str]] = field(default=lambda metrics: [])
     compare: Callable[[Sequence, Sequence[dict]], Any] | None = None  # gold vs predicted, for `report`
+
+    def __post_init__(self) -> None:
+        # One place makes every task read Hugging Face exports: load and load_input try them first (the
+        # frozen dataclass is set up here, before anyone holds it).
+        if self.from_hf is not None:
+            object.__setattr__(self, "load", hf.readable(self.code, self.load, self.from_hf))
+            if self.load_input is not None:
+                object.__setattr__(self, "load_input", hf.readable(self.code, self.load_input, self.from_hf,
+                                                                   raw_jsonl=True))
 
     def official_files(self) -> tuple[str, ...]:
         names = (self.train_file,) if self.train_file else ()

@@ -60,9 +60,7 @@ def records_from_rows(rows: list, path: Path) -> list[NliExample]:
 def from_hf(rows: list[dict], path: Path) -> list[NliExample]:
     """Rows of the Hugging Face klue 'nli' schema: 'label' is a ClassLabel index (entailment, contradiction,
     neutral: not this project's order) where the official file has 'gold_label'."""
-    schema = hf.SCHEMAS["nli"]
-    return records_from_rows([dict(row, gold_label=hf.label_name(schema, "label", row["label"], path, f"row {n}"))
-                              for n, row in enumerate(rows, start=1)], path)
+    return records_from_rows(hf.rows_with_label_names("nli", rows, path, "gold_label"), path)
 
 
 def load_input(path: Path) -> list[NliExample]:
@@ -229,8 +227,8 @@ TASK = TaskSpec(
     code="nli", title="NLI natural language inference", folder="klue-nli-v1.1",
     train_file="klue-nli-v1.1_train.json", dev_file="klue-nli-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.premise, r.hypothesis)],
-    load=hf.readable("nli", load, from_hf), from_hf=from_hf,
-    load_input=hf.readable("nli", load_input, from_hf, raw_jsonl=True),
+    load=load, from_hf=from_hf,
+    load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": inference_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
     predict=label_predictions, score=score, headline=("accuracy",),

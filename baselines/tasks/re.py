@@ -80,9 +80,7 @@ def records_from_rows(rows: list, path: Path) -> list[ReExample]:
 
 def from_hf(rows: list[dict], path: Path) -> list[ReExample]:
     """Rows of the Hugging Face klue 're' schema (label: a ClassLabel index)."""
-    schema = hf.SCHEMAS["re"]
-    return records_from_rows([dict(row, label=hf.label_name(schema, "label", row["label"], path, f"row {number}"))
-                              for number, row in enumerate(rows, start=1)], path)
+    return records_from_rows(hf.rows_with_label_names("re", rows, path), path)
 
 
 def load_input(path: Path) -> list[ReExample]:
@@ -385,8 +383,8 @@ TASK = TaskSpec(
     train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,),
     optional_extras=(RELATION_LIST,),
     texts=lambda records: [r.sentence for r in records],
-    load=hf.readable("re", load, from_hf), from_hf=from_hf,
-    load_input=hf.readable("re", load_input, from_hf, raw_jsonl=True),
+    load=load, from_hf=from_hf,
+    load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs,
     load_resources=load_resources, targets=targets,
     models={"features-lr": relation_classifier, "trivial": prior_distribution}, default_model="features-lr",

@@ -17,7 +17,7 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import KFold, cross_val_predict
 from sklearn.preprocessing import normalize
 
-from baselines import hf, scoring
+from baselines import scoring
 from baselines.dataio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_pair, records_from
 from baselines.params import AT_LEAST_ONE, COUNT, POSITIVE, SEED, Interval
@@ -274,8 +274,8 @@ TASK = TaskSpec(
     code="sts", title="STS semantic textual similarity", folder="klue-sts-v1.1",
     train_file="klue-sts-v1.1_train.json", dev_file="klue-sts-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.sentence1, r.sentence2)],
-    load=hf.readable("sts", load, records_from_rows), from_hf=records_from_rows,
-    load_input=hf.readable("sts", load_input, records_from_rows, raw_jsonl=True),
+    load=load, from_hf=records_from_rows,
+    load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"features-gbr": similarity_regressor, "trivial": training_mean}, default_model="features-gbr",
     predict=predict, score=score, headline=("pearsonr", "f1"),

@@ -16,7 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
 from sklearn.utils.validation import check_is_fitted
 
-from baselines import hf, scoring
+from baselines import scoring
 from baselines.dataio import DataError, guid_of, read_json, require, require_list
 from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_row, records_from
 from baselines.explain import linear_top_features
@@ -572,7 +572,7 @@ TASK = TaskSpec(
     code="wos", title="WoS dialogue state tracking", folder="wos-v1.1",
     train_file="wos-v1.1_train.json", dev_file="wos-v1.1_dev.json", extra_files=(ONTOLOGY,),
     texts=lambda records: [turn.text for r in records for turn in r.turns],
-    load=hf.readable("wos", load, records_from_rows), from_hf=records_from_rows, as_records=as_records,
+    load=load, from_hf=records_from_rows, as_records=as_records,
     plain_inputs=plain_inputs,
     load_resources=load_resources, targets=targets,
     models={"rules-lr": state_tracker, "trivial": empty_state}, default_model="rules-lr",

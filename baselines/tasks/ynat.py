@@ -55,9 +55,7 @@ def records_from_rows(rows: list, path: Path) -> list[YnatExample]:
 
 def from_hf(rows: list[dict], path: Path) -> list[YnatExample]:
     """Rows of the Hugging Face klue 'ynat' schema (label: a ClassLabel index)."""
-    schema = hf.SCHEMAS["ynat"]
-    return records_from_rows([dict(row, label=hf.label_name(schema, "label", row["label"], path, f"row {number}"))
-                              for number, row in enumerate(rows, start=1)], path)
+    return records_from_rows(hf.rows_with_label_names("ynat", rows, path), path)
 
 
 def load_input(path: Path) -> list[YnatExample]:
@@ -208,8 +206,8 @@ TASK = TaskSpec(
     code="ynat", title="YNAT topic classification", folder="ynat-v1.1",
     train_file="ynat-v1.1_train.json", dev_file="ynat-v1.1_dev.json",
     texts=lambda records: [r.title for r in records],
-    load=hf.readable("ynat", load, from_hf), from_hf=from_hf,
-    load_input=hf.readable("ynat", load_input, from_hf, raw_jsonl=True),
+    load=load, from_hf=from_hf,
+    load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": topic_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
     predict=label_predictions, score=score, headline=("macro_f1",),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from baselines import hf, scoring
+from baselines import scoring
 from baselines.report import Comparison
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_numbers
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView,
@@ -75,8 +75,8 @@ TASK = TaskSpec(
     code="mrc", title="MRC machine reading comprehension", folder="klue-mrc-v1.1",
     train_file="klue-mrc-v1.1_train.json", dev_file="klue-mrc-v1.1_dev.json",
     texts=lambda records: [t for r in records for t in (r.context, r.question)],
-    load=hf.readable("mrc", load, from_hf), from_hf=from_hf,
-    load_input=hf.readable("mrc", load_input, from_hf, raw_jsonl=True),
+    load=load, from_hf=from_hf,
+    load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"span-ranker": span_ranker, "trivial": empty_answer}, default_model="span-ranker",
     predict=predict, score=score, headline=("exact_match", "rouge_w"),
