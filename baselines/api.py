@@ -446,23 +446,31 @@ def score(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence
 def _scored(spec: TaskSpec, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict,
             data_dir: PathLike | None) -> tuple[list, list[dict], dict[str, float]]:
     """(gold records, prediction rows, official metrics), every check of `score` made on the way."""
+    records, resources = _gold(spec, gold, data_dir)
+    return (records, *_checked(spec, records, resources, predictions))
+
+
+def _gold(spec: TaskSpec, gold: PathLike | Sequence, data_dir: PathLike | None) -> tuple[list, dict]:
+    """The gold records, checked, and the resources their scorer needs (RE's relation list, WoS's ontology):
+    beside the gold file, else from data_dir, the download cache or the sample."""
     gold_path = Path(gold) if _is_path(gold) else None
     records = spec.load(gold_path) if gold_path else list(gold)
     driver.check_gold(spec, records, gold_path or Path("<records>"))
+    return records, spec.load_resources(driver.resolve_data(spec, data_dir, dev=gold_path).extras)
+
+
+def _checked(spec: TaskSpec, records: list, resources: dict, predictions: PathLike | Sequence[dict] | dict
+             ) -> tuple[list[dict], dict[str, float]]:
+    """(prediction rows, official metrics) of predictions against checked gold; a PredictionError names the
+    prediction file."""
     rows = hf.prediction_rows(spec.code, _prediction_rows(spec, predictions), [spec.record_id(r) for r in records],
                               Path(predictions) if _is_path(predictions) else Path("<predictions>"))
     try:
-        return records, rows, spec.score(records, rows, _gold_resources(spec, gold_path, data_dir))
+        return rows, spec.score(records, rows, resources)
     except PredictionError as error:
         if _is_path(predictions):
             raise PredictionError(f"{predictions}: {error}") from None
         raise
-
-
-def _gold_resources(spec: TaskSpec, gold_path: Path | None, data_dir: PathLike | None) -> dict:
-    """The resources a scorer needs (RE's relation list, WoS's ontology): beside the gold file, else from
-    data_dir, the download cache or the sample."""
-    return spec.load_resources(driver.resolve_data(spec, data_dir, dev=gold_path).extras)
 
 
 def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequence[dict] | dict,
@@ -474,11 +482,11 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
     if resamples < 1:
         raise driver.UsageError(f"resamples must be at least 1, not {resamples}")
     spec = get_task(task)
-    records, rows_a, _metrics = _scored(spec, gold, predictions_a, data_dir)
-    _records, rows_b, _metrics = _scored(spec, gold, predictions_b, data_dir)
-    gold_path = Path(gold) if _is_path(gold) else None
-    compared = significance.paired_bootstrap(spec, records, rows_a, rows_b, _gold_resources(spec, gold_path, data_dir),
-                                             resamples=resamples, seed=seed, n_jobs=jobs, progress=progress)
+    records, resources = _gold(spec, gold, data_dir)
+    rows_a, metrics_a = _checked(spec, records, resources, predictions_a)
+    rows_b, metrics_b = _checked(spec, records, resources, predictions_b)
+    compared = significance.paired_bootstrap(spec, records, rows_a, rows_b, resources, resamples=resamples, seed=seed,
+                                             n_jobs=jobs, progress=progress, observed=(metrics_a, metrics_b))
     return {"task": task, **{name: str(value) for name, value in (
         ("gold", gold), ("a", predictions_a), ("b", predictions_b)) if _is_path(value)}, **compared}
 

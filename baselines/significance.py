@@ -63,14 +63,17 @@ def _resampled_scores(spec: TaskSpec, records: Sequence, systems: tuple[list[dic
 
 def paired_bootstrap(spec: TaskSpec, records: Sequence, predictions_a: Sequence[dict], predictions_b: Sequence[dict],
                      resources: dict, metrics: Sequence[str] | None = None, resamples: int = 1000, seed: int = 0,
-                     n_jobs: int = 1, progress: Callable[[int], None] = lambda done: None) -> dict:
+                     n_jobs: int = 1, progress: Callable[[int], None] = lambda done: None,
+                     observed: tuple[dict, dict] | None = None) -> dict:
     """Each metric (the task's headline by default) for A and B on the whole gold, the difference B - A, its
     95 % paired bootstrap interval and p-value from `resamples` draws. The draws come from `seed` before any
-    work is shared out, so the result is the same for any n_jobs."""
+    work is shared out, so the result is the same for any n_jobs. `observed`: A's and B's metrics on the
+    whole gold where the caller has scored them already."""
     metrics = list(metrics or spec.headline)
     systems = (align_predictions(records, list(predictions_a), spec.record_id),
                align_predictions(records, list(predictions_b), spec.record_id))
-    observed = [spec.score(records, rows, resources) for rows in systems]
+    if observed is None:
+        observed = tuple(spec.score(records, rows, resources) for rows in systems)
     units = resampling_units(spec, records)
     rng = np.random.default_rng(seed)
     draws = [rng.integers(0, len(units), size=len(units)) for _ in range(resamples)]
