@@ -23,6 +23,7 @@ from baselines import driver, hf, persistence, plots, results, significance, tun
 from baselines import report as teaching
 from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
                               read_text, write_json_atomic, write_jsonl_atomic)
+from baselines.parallel import Workers
 from baselines.persistence import save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
@@ -266,32 +267,36 @@ def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence 
 
 def evaluate(task: str, model: str | Any = None, *, model_file: PathLike | None = None,
              data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
-             cv: int = 0, seed: int = 0, log: Log = _quiet, **params: Any) -> dict:
+             cv: int = 0, seed: int = 0, jobs: int = 1, backend: str = "loky", log: Log = _quiet,
+             **params: Any) -> dict:
     """Score a model on the dev file (`dev`, else the data directory's) and return the record that `run`
     writes to results/<task>.json. `model` is a model name (trained here on the training file, or cross-fitted
     with cv >= 2) or a fitted estimator (recorded under its class name); `model_file` a file that `train`
     wrote."""
     spec = get_task(task)
+    workers = Workers(jobs, backend)
     fitted = None
     if model_file is not None or (model is not None and not isinstance(model, str)):
         fitted = load_model(task, model_file) if model_file is not None else (type(model).__name__, model)
         model = None
     data = locate(task, data_dir, train=train, dev=dev, log=log)
     record, _predictions = driver.evaluate_task(spec, data, model_name=model, seed=seed, cv=cv, log=log,
-                                                params=params or None, fitted=fitted)
+                                                params=params or None, fitted=fitted, workers=workers)
     return record
 
 
 def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLike | None = None,
         train: PathLike | None = None, dev: PathLike | None = None, cv: int = 0, seed: int = 0,
         pos: str | None = None, results_dir: PathLike | None = None, predictions_dir: PathLike | None = None,
-        plots_dir: PathLike | None = None, command: str | None = None, log: Log = _quiet,
-        **params: Any) -> list[dict]:
+        plots_dir: PathLike | None = None, command: str | None = None, jobs: int = 1, backend: str = "loky",
+        log: Log = _quiet, **params: Any) -> list[dict]:
     """Train and evaluate each task (all eight by default) as `run` does, and return their records. Records go
     to results_dir (default ./results) and its README.md, except that scores on the shipped sample are
     written only where results_dir is given. With predictions_dir, the scored predictions are written too;
     with plots_dir, each run's report figures (see report_figures) and the results chart (results_figure).
-    `command` is recorded as the command that produced the results (`reproduce` reruns it)."""
+    `command` is recorded as the command that produced the results (`reproduce` reruns it). With cv, `jobs`
+    folds are fitted at once on the joblib `backend` (the scores do not change)."""
+    workers = Workers(jobs, backend)
     codes = list(tasks) or list(TASK_CODES)
     if (train or dev) and len(codes) != 1:
         raise driver.UsageError("--train and --dev name one task's files: give exactly one task")
@@ -310,7 +315,7 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
     records = []
     for code, data in task_data.items():
         record, predictions = driver.evaluate_task(get_task(code), data, model_name=names[code], seed=seed, cv=cv,
-                                                   log=log, params=params or None)
+                                                   log=log, params=params or None, workers=workers)
         if command is not None:
             record["command"] = command
         records.append(record)
@@ -339,13 +344,14 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
 def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1), model: str | None = None, *,
                    data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
                    cv: int = 0, seed: int = 0, results_dir: PathLike | None = None,
-                   plots_dir: PathLike | None = None, command: str | None = None, log: Log = _quiet,
-                   **params: Any) -> dict:
+                   plots_dir: PathLike | None = None, command: str | None = None, jobs: int = 1,
+                   backend: str = "loky", log: Log = _quiet, **params: Any) -> dict:
     """The dev scores of a model trained on growing shares of its training records (whole passages or
     dialogues), as `bench learning-curve` reports them; written to results_dir/learning-curve/ (default
     ./results; on the shipped sample only where results_dir is given), and drawn in plots_dir when given
     (see learning_curve_figure)."""
     spec = get_task(task)
+    workers = Workers(jobs, backend)
     data = locate(task, data_dir, train, dev, log)
     folder = results.destination(results_dir, data.is_sample)
     if folder is not None:
@@ -354,7 +360,8 @@ def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1),
     points = []
     for fraction in fractions:
         record, _predictions = driver.evaluate_task(spec, data, model_name=model, seed=seed, cv=cv, log=log,
-                                                    train_fraction=fraction, params=params or None)
+                                                    train_fraction=fraction, params=params or None,
+                                                    workers=workers)
         points.append({"fraction": fraction, **{
             key: record[key] for key in ("trained_on", "headline", "fold_headline", "metrics", "seconds", "peak_rss_mb")
             if key in record}})
@@ -372,11 +379,14 @@ def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1),
 
 def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, folds: int = 3,
          data_dir: PathLike | None = None, train: PathLike | None = None, seed: int = 0,
-         results_dir: PathLike = "results", command: str | None = None, log: Log = _quiet) -> tuple[dict, Path]:
+         results_dir: PathLike = "results", command: str | None = None, jobs: int = 1, backend: str = "loky",
+         log: Log = _quiet) -> tuple[dict, Path]:
     """Score every point of `grid` ({name: values}) by `folds`-fold cross-validation on the training file (the
     dev file is never read), and write the report, best first, to results_dir/tuning/<task>-<model>.json.
-    Returns the report and that path."""
+    `jobs` fits (trials x folds) run at once on the joblib `backend`, with the same report. Returns the report
+    and that path."""
     spec = get_task(task)
+    workers = Workers(jobs, backend)
     path = training_file(task, data_dir, train, log)
     folder = Path(results_dir) / "tuning"
     check_output_folder(folder)
@@ -390,7 +400,8 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     problem = tuning.fold_count_problem(spec, records, folds)
     if problem:
         raise driver.UsageError(f"--folds {folds}: {problem}")
-    report = tuning.grid_search(spec, estimator, records, task_resources, grid, spec.headline[0], folds, seed, log)
+    report = tuning.grid_search(spec, estimator, records, task_resources, grid, spec.headline[0], folds, seed, log,
+                                workers)
     report.update({"task": task, "model": name, "train": driver.describe_file(path, len(records))})
     if command is not None:
         report["command"] = command

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from baselines import datafiles, driver
+from baselines import datafiles, driver, memory
 from baselines.dataio import check_output_folder, write_json_atomic
 from baselines.taskspec import TaskSpec
 from features import analysis
@@ -82,7 +82,7 @@ def bench_analysis(texts: list[str], num_workers: int | None = None, rounds: int
         "warm_speedup_over_cold": round(seconds["cold"] / seconds["warm"], 2),
         "targets": {"cold_vs_raw": ">= 0.90", "warm_speedup_over_cold": ">= 20"},
         "num_workers": num_workers,
-        "peak_rss_mb": driver.rounded_rss(),
+        "peak_rss_mb": memory.rounded_peak_mb(),
         "versions": driver.versions(),
     }
 

@@ -13,7 +13,7 @@ from typing import Callable
 import click
 
 from baselines import bench as bench_module
-from baselines import api, datafiles, driver, reproduce, results, tuning
+from baselines import api, datafiles, driver, parallel, reproduce, results, tuning
 from baselines.dataio import DataError, check_output_file, check_output_folder, write_json_atomic
 from baselines.persistence import ModelFileError
 from baselines.registry import TASK_CODES, all_tasks, get_task
@@ -21,7 +21,7 @@ from baselines.taskspec import PredictionError
 from features import analysis
 
 KNOWN_ERRORS = (DataError, PredictionError, ModelFileError, datafiles.DownloadError, driver.UsageError,
-                results.SampleOverResults)
+                parallel.BackendError, results.SampleOverResults)
 
 
 def friendly_errors(command: Callable) -> Callable:
@@ -106,10 +106,27 @@ plots_option = click.option(
          'pip install "klue-baselines[plots]").')
 
 
+def _backend(_ctx, _param, value: str) -> str:
+    try:
+        parallel.Workers(backend=value)
+    except parallel.BackendError as error:
+        raise click.BadParameter(str(error)) from None
+    return value
+
+
+jobs_option = click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
+                           help="Fits (cross-fitting folds, tuning trials) to run at once; the scores do not "
+                                "change.")
+backend_option = click.option("--backend", default="loky", show_default=True, callback=_backend,
+                              help="joblib backend of --jobs: loky (processes on this machine), threading, or "
+                                   "dask or ray for a cluster (extra [cluster]; $DASK_SCHEDULER_ADDRESS, "
+                                   "$RAY_ADDRESS).")
+
+
 def evaluation_options(command: Callable) -> Callable:
     """The options that say what `run` and `bench learning-curve` train and evaluate, in this order."""
     for option in reversed((model_name_option, param_option, data_dir_option, train_option, dev_option, cv_option,
-                            seed_option)):
+                            seed_option, jobs_option, backend_option)):
         command = option(command)
     return command
 
@@ -329,13 +346,13 @@ def explain(ctx, task: str, model_path, top_k: int, input_path, data_dir, train_
 @plots_option
 @click.pass_context
 @friendly_errors
-def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv: int, seed: int, pos,
-        results_dir, predictions_dir, plots_dir) -> None:
+def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv: int, seed: int, jobs: int,
+        backend: str, pos, results_dir, predictions_dir, plots_dir) -> None:
     """Train and evaluate (all tasks by default), print the table and record results/. With --plots: each
     task's confusion matrix and F1 per class, and the results chart."""
     records = api.run(task_codes, model_name, data_dir=data_dir, train=train_file, dev=dev_file, cv=cv, seed=seed,
                       pos=pos, results_dir=results_dir, predictions_dir=predictions_dir, plots_dir=plots_dir,
-                      command=command_line(), log=console(ctx).log, **params)
+                      command=command_line(), jobs=jobs, backend=backend, log=console(ctx).log, **params)
     _print_table(["task", "model", "metric", "score", "protocol"],
                  [[record["task"], record["model"], metric, results.format_score(record["metrics"][metric]),
                    record["protocol"]] for record in records for metric in record["headline"]])
@@ -352,18 +369,22 @@ def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv:
 @data_dir_option
 @train_option
 @seed_option
+@jobs_option
+@backend_option
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
               show_default=True)
 @click.pass_context
 @friendly_errors
-def tune(ctx, task: str, params, folds: int, model_name, data_dir, train_file, seed: int, results_dir: Path) -> None:
+def tune(ctx, task: str, params, folds: int, model_name, data_dir, train_file, seed: int, jobs: int, backend: str,
+         results_dir: Path) -> None:
     """Choose hyper-parameters by cross-validation on the training file (the dev file is never read)."""
     try:
         grid = tuning.parse_grid(params)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--param") from None
     report, path = api.tune(task, grid, model_name, folds=folds, data_dir=data_dir, train=train_file, seed=seed,
-                            results_dir=results_dir, command=command_line(), log=console(ctx).log)
+                            results_dir=results_dir, command=command_line(), jobs=jobs, backend=backend,
+                            log=console(ctx).log)
     for trial in report["trials"]:
         click.echo(f"{trial['mean']:8.2f} ± {trial['std']:.2f}  {trial['params']}")
     click.echo(f"best by {report['metric']}: {report['best']} (written to {path})")
@@ -417,12 +438,13 @@ def _fractions(_ctx, _param, value: str) -> list[float]:
 @click.pass_context
 @friendly_errors
 def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_name, params, data_dir, train_file,
-                                 dev_file, cv: int, seed: int, results_dir, plots_dir) -> None:
+                                 dev_file, cv: int, seed: int, jobs: int, backend: str, results_dir,
+                                 plots_dir) -> None:
     """The dev scores of a model trained on growing shares of its training data: how far more data would
     take it. With --plots: the curve, with the spread between folds under --cv."""
     report = api.learning_curve(task, fractions, model_name, data_dir=data_dir, train=train_file, dev=dev_file, cv=cv,
                                 seed=seed, results_dir=results_dir, plots_dir=plots_dir, command=command_line(),
-                                log=console(ctx).log, **params)
+                                jobs=jobs, backend=backend, log=console(ctx).log, **params)
     points = report["points"]
     headline = list(points[0]["headline"])
     click.echo("  ".join(["fraction", "trained on"] + headline))

@@ -5,23 +5,19 @@ import functools
 import hashlib
 import platform
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-try:
-    import resource
-except ImportError:  # Windows: peak memory is not measured there
-    resource = None
-
 import numpy as np
+from sklearn.base import clone
 
 import baselines
-from baselines import datafiles, hf, tuning
+from baselines import datafiles, hf, memory, parallel, tuning
 from baselines.dataio import DataError, file_sha256
 from baselines.params import check_hyper_parameters
+from baselines.registry import get_task
 from baselines.results import jsonable_scores
 from baselines.taskspec import TaskSpec, repeated
 from features import analysis
@@ -92,22 +88,6 @@ class Stopwatch:
         self.stages["analysis"] = self.stages.get("analysis", 0.0) + in_analysis
         self.stages[stage] = self.stages.get(stage, 0.0) + elapsed - in_analysis
         return result
-
-
-def peak_rss_mb() -> float | None:
-    """Peak resident memory of this process and its finished children, in MiB (Linux reports KiB); None
-    where the `resource` module does not exist (Windows), and the record then leaves it out."""
-    if resource is None:
-        return None
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    scale = 1 if sys.platform == "darwin" else 1024
-    return max(own, children) * scale / 2**20
-
-
-def rounded_rss() -> float | None:
-    peak = peak_rss_mb()
-    return None if peak is None else round(peak, 1)
 
 
 def versions() -> dict[str, str]:
@@ -289,17 +269,19 @@ def training_subset(task: TaskSpec, records: Sequence, fraction: float, seed: in
 
 def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None, seed: int = 0, cv: int = 0,
                   log: Callable[[str], None] = lambda message: None, train_fraction: float = 1.0,
-                  params: dict[str, Any] | None = None,
-                  fitted: tuple[str, Any] | None = None) -> tuple[dict, list[dict]]:
+                  params: dict[str, Any] | None = None, fitted: tuple[str, Any] | None = None,
+                  workers: parallel.Workers = parallel.Workers()) -> tuple[dict, list[dict]]:
     """Train on the train file (and, with cv, on the other dev folds), predict the dev file, score it.
     With train_fraction < 1, each fit sees only that share of its training records (a learning curve).
     `params` are hyper-parameters set over the model's defaults. `fitted`, a (name, fitted model) pair such as
-    a saved model, is scored as it is: nothing is trained and the training file is not read.
+    a saved model, is scored as it is: nothing is trained and the training file is not read. With cv, `workers`
+    says how many folds are fitted at once, and where; the predictions are the same for any setting.
 
     Returns the record that `run` writes to results/<task>.json, and the predictions that were scored (one
     per dev record, in its order; out-of-fold with cv).
     """
     watch = Stopwatch()
+    memory.reset_peak()  # this task's own peak, not that of a task run before it in this process
     if data.dev is None:
         raise UsageError(f"no evaluation file for {task.code}: give --dev FILE or a --data-dir holding "
                          f"{task.dev_file}")
@@ -329,16 +311,34 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         log(f"{task.code}: {where}fitting {name} on {len(subset)} records{share}")
         return watch.measure("fit", lambda: model.fit(subset, task.targets(subset)))
 
+    worker_peak = None
     if cv:
         predictions: list[dict | None] = [None] * len(dev_records)
         folds = cross_fit_folds(task, dev_records, cv, seed)
-        for number, fold in enumerate(folds, start=1):
+        fold_trains = []
+        for fold in folds:
             held_out = set(fold.tolist())
-            fold_train = train_records + [r for i, r in enumerate(dev_records) if i not in held_out]
-            fit(fold_train, f"fold {number}/{cv}: ")
-            fold_records = [dev_records[i] for i in fold]
-            for i, prediction in zip(fold, watch.measure("predict", lambda: task.predict(model, fold_records))):
-                predictions[i] = prediction
+            fold_trains.append(train_records + [r for i, r in enumerate(dev_records) if i not in held_out])
+        if workers.jobs == 1:
+            for number, (fold, fold_train) in enumerate(zip(folds, fold_trains), start=1):
+                fit(fold_train, f"fold {number}/{cv}: ")
+                fold_records = [dev_records[i] for i in fold]
+                for i, prediction in zip(fold, watch.measure("predict", lambda: task.predict(model, fold_records))):
+                    predictions[i] = prediction
+        else:
+            subsets = [training_subset(task, fold_train, train_fraction, seed) for fold_train in fold_trains]
+            trained_on.extend(map(len, subsets))
+            log(f"{task.code}: fitting {name} on {cv} folds, {workers.jobs} at a time ({workers.backend})")
+            calls = [(fit_and_predict, (task.code, clone(model), subset, [dev_records[i] for i in fold]))
+                     for subset, fold in zip(subsets, folds)]
+            texts = task.texts(train_records + dev_records) if model.uses_morpheme_analysis() else ()
+            outcome = watch.measure("cross_fit", lambda: parallel.run(
+                calls, workers, lambda index, _result: log(f"{task.code}: fold {index + 1}/{cv} done"), texts))
+            for fold, (fold_predictions, _seconds) in zip(folds, outcome.results):
+                for i, prediction in zip(fold, fold_predictions):
+                    predictions[i] = prediction
+            fold_seconds = [seconds for _predictions, seconds in outcome.results]
+            worker_peak = outcome.worker_peak_rss_mb
     else:
         if fitted is None:
             fit(train_records, "")
@@ -367,7 +367,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         "hyper_parameters": _jsonable_params(model),
         "seed": seed,
         "seconds": {stage: round(value, 3) for stage, value in watch.stages.items()},
-        "peak_rss_mb": rounded_rss(),
+        "peak_rss_mb": memory.rounded_peak_mb(),  # this process, from the start of this task
         "versions": versions(),
         "code": code_version(),
     }
@@ -378,7 +378,21 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     record["trained_on"] = trained_on  # records per fit: one, or one per fold
     if fold_headline is not None:
         record["fold_headline"] = fold_headline  # each held-out fold scored alone: the spread between splits
+    if workers.jobs > 1 and cv:
+        record["workers"] = {"jobs": workers.jobs, "backend": workers.backend, "fold_seconds": fold_seconds,
+                             "peak_rss_mb": worker_peak}  # the largest worker's peak (None: not measured)
     return record, predictions
+
+
+def fit_and_predict(task_code: str, model, train: list, test: list) -> tuple[list[dict], dict[str, float]]:
+    """Fit the model on one fold's training records and predict its held-out records: one job of parallel
+    cross-fitting, run in a worker. Returns the predictions and the fit and predict seconds."""
+    task = get_task(task_code)
+    start = time.perf_counter()
+    model.fit(train, task.targets(train))
+    fitted = time.perf_counter()
+    predictions = task.predict(model, test)
+    return predictions, {"fit": round(fitted - start, 3), "predict": round(time.perf_counter() - fitted, 3)}
 
 
 def _headline(task: TaskSpec, metrics: dict[str, float]) -> dict[str, float | None]:

@@ -56,6 +56,13 @@ class TaskModel:
         check_is_fitted(self)
         return self._records(X)
 
+    _analyses_text = True  # a floor that looks only at the labels sets False
+
+    def uses_morpheme_analysis(self) -> bool:
+        """Whether fit and predict analyse the records' texts with Kiwi (so that parallel cross-fitting
+        analyses them once, before the workers start)."""
+        return self._analyses_text
+
     def score(self, X: Sequence, y: Sequence, sample_weight: Any = None) -> float:
         """The task's first headline metric of predict(X) against y, on the 0-1 scale (NaN where the official
         metric is undefined, as Pearson r of a constant prediction)."""
@@ -73,6 +80,8 @@ class NothingLearnt(TaskModel):
     ----------
     n_training_records_ : int
     """
+
+    _analyses_text = False
 
     def fit(self, X: Sequence, y: Sequence) -> "NothingLearnt":
         self.n_training_records_ = len(self._fit_records(X))

@@ -9,6 +9,9 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import GroupKFold, KFold
 
+from baselines import parallel
+from baselines.parallel import Workers
+from baselines.registry import get_task
 from baselines.taskspec import TaskSpec
 
 
@@ -51,18 +54,31 @@ def fold_splits(task: TaskSpec, records: Sequence, folds: int, seed: int) -> lis
     return list(KFold(n_splits=folds, shuffle=True, random_state=seed).split(indices))
 
 
-def cross_validate(task: TaskSpec, estimator, records: Sequence, resources: dict, metric: str, folds: int,
-                   seed: int, log: Callable[[str], None] = lambda message: None) -> list[dict[str, float]]:
-    """Every official metric of the task on each held-out fold of the training records (`metric` is the
-    one logged)."""
-    fold_metrics = []
-    for number, (train_index, test_index) in enumerate(fold_splits(task, records, folds, seed), start=1):
-        train = [records[i] for i in train_index]
-        test = [records[i] for i in test_index]
-        model = clone(estimator).fit(train, task.targets(train))
-        fold_metrics.append(task.score(test, task.predict(model, test), resources))
-        log(f"  fold {number}/{folds}: {metric} {fold_metrics[-1][metric]:.2f}")
-    return fold_metrics
+def fold_metrics(task_code: str, estimator, train: list, test: list, resources: dict) -> dict[str, float]:
+    """Every official metric of the estimator fitted on `train` and scored on `test`: one job of a grid
+    search, run in a worker."""
+    task = get_task(task_code)
+    estimator.fit(train, task.targets(train))
+    return task.score(test, task.predict(estimator, test), resources)
+
+
+def cross_validate(task: TaskSpec, estimators: Sequence, records: Sequence, resources: dict, metric: str,
+                   folds: int, seed: int, log: Callable[[str], None] = lambda message: None,
+                   workers: Workers = Workers()) -> list[list[dict[str, float]]]:
+    """For each estimator, every official metric of the task on each held-out fold of the training records
+    (`metric` is the one logged). The estimators and folds are fitted `workers.jobs` at a time."""
+    splits = fold_splits(task, records, folds, seed)
+    calls = [(fold_metrics, (task.code, clone(estimator), [records[i] for i in train_index],
+                             [records[i] for i in test_index], resources))
+             for estimator in estimators for train_index, test_index in splits]
+
+    def logged(index: int, metrics: dict[str, float]) -> None:
+        log(f"  trial {index // folds + 1}/{len(estimators)}, fold {index % folds + 1}/{folds}: "
+            f"{metric} {metrics[metric]:.2f}")
+
+    uses_analysis = any(getattr(estimator, "uses_morpheme_analysis", lambda: True)() for estimator in estimators)
+    results = parallel.run(calls, workers, logged, task.texts(records) if uses_analysis else ()).results
+    return [results[start:start + folds] for start in range(0, len(results), folds)]
 
 
 def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -81,15 +97,17 @@ def fold_count_problem(task: TaskSpec, records: Sequence, folds: int, data: str 
 
 def grid_search(task: TaskSpec, estimator, records: Sequence, resources: dict, grid: dict[str, list[Any]],
                 metric: str, folds: int = 3, seed: int = 0,
-                log: Callable[[str], None] = lambda message: None) -> dict:
+                log: Callable[[str], None] = lambda message: None, workers: Workers = Workers()) -> dict:
     """Every combination of the grid, scored by cross-validation on `records`; the best by `metric`
     first. Each trial also keeps the fold mean of every other metric (NER's character F1 beside the
-    entity F1 that picks the best)."""
+    entity F1 that picks the best). Trials and folds run `workers.jobs` at a time, with the same result."""
+    points = grid_points(grid)
+    for number, params in enumerate(points, start=1):
+        log(f"{task.code}: trial {number}/{len(points)}: {params}")
+    trial_folds = cross_validate(task, [clone(estimator).set_params(**params) for params in points], records,
+                                 resources, metric, folds, seed, log, workers)
     trials = []
-    for params in grid_points(grid):
-        log(f"{task.code}: {params}")
-        fold_metrics = cross_validate(task, clone(estimator).set_params(**params), records, resources, metric,
-                                      folds, seed, log)
+    for params, fold_metrics in zip(points, trial_folds):
         scores = [fold[metric] for fold in fold_metrics]
         # A per-kind metric (MRC's per question type) can be missing from a fold without that kind.
         shared = [name for name in fold_metrics[0] if all(name in fold for fold in fold_metrics)]

@@ -220,6 +220,23 @@ def configure(num_workers: int | None = None, cache_dir: str | os.PathLike | Non
     return _analyzer
 
 
+def worker_settings(share_of_cores: int = 1) -> dict:
+    """What a worker process needs to analyse as this one does: the same disk cache (so that it reads what
+    this process analysed, and the workers share what they add) and Kiwi threads for its share of the cores."""
+    current = analyzer()
+    return {"cache_dir": current.cache_dir, "use_cache": current.use_cache,
+            "num_workers": max(1, current.num_workers // max(1, share_of_cores))}
+
+
+def adopt(settings: dict) -> MorphemeAnalyzer:
+    """Configure this (worker) process's analyser from worker_settings, unless it already is: a worker that
+    runs several jobs keeps its Kiwi and its memo. Analyses do not depend on the thread count."""
+    if _analyzer is None or (_analyzer.cache_dir, _analyzer.use_cache, _analyzer.num_workers) != (
+            settings["cache_dir"], settings["use_cache"], settings["num_workers"]):
+        configure(**settings)
+    return _analyzer
+
+
 def analyzer() -> MorphemeAnalyzer:
     if _analyzer is None:
         configure()

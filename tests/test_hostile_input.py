@@ -555,8 +555,10 @@ def test_all_default_models_give_identical_scores_under_two_hash_seeds(tmp_path)
 # 10. Portability.
 
 def test_the_package_imports_and_runs_without_the_resource_module(tmp_path):
-    script = ("import sys; sys.modules['resource'] = None\n"
-              "from baselines import driver\n"
+    # Windows has neither the resource module nor /proc.
+    script = ("import sys, pathlib; sys.modules['resource'] = None\n"
+              "from baselines import driver, memory\n"
+              "memory._STATUS = memory._CLEAR_REFS = pathlib.Path('/nonexistent/proc')\n"
               "from baselines.registry import get_task\n"
               "spec = get_task('ynat')\n"
               "data = driver.resolve_data(spec)\n"

@@ -117,6 +117,7 @@ class MostFrequentInference(TaskModel, DummyClassifier):
 
     _to_records = staticmethod(as_records)
     _headline = staticmethod(headline)
+    _analyses_text = False
 
 
 def most_frequent_label(random_state: int = 0, resources: dict | None = None) -> MostFrequentInference:

@@ -167,6 +167,7 @@ class RelationPrior(TaskModel, DummyClassifier):
 
     _to_records = staticmethod(as_records)
     _headline = staticmethod(headline)
+    _analyses_text = False
 
 
 def score_notes(metrics: dict) -> list[str]:

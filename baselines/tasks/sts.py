@@ -111,6 +111,7 @@ class TrainingMean(TaskModel, DummyRegressor):
 
     _to_records = staticmethod(as_records)
     _headline = staticmethod(headline)
+    _analyses_text = False
 
 
 def training_mean(random_state: int = 0, resources: dict | None = None) -> TrainingMean:

@@ -197,6 +197,8 @@ class AttachToNextParser(TaskModel, BaseEstimator):
     _to_records = staticmethod(as_records)
     _headline = staticmethod(headline)
 
+    _analyses_text = False
+
     def fit(self, X: Sequence, y: Sequence) -> "AttachToNextParser":
         counts = Counter(label for _heads, deprels in y for label in deprels)
         self.deprel_ = min(counts, key=lambda label: (-counts[label], label))
@@ -423,6 +425,9 @@ class MstParser(TaskModel, BaseEstimator):
         scores = np.full((size, size), -np.inf)
         scores[heads, dependents] = weights[features].sum(axis=1)
         return max_spanning_tree(scores)
+
+    def uses_morpheme_analysis(self) -> bool:
+        return self.pos == "kiwi"  # gold POS comes with the data
 
     def _inputs(self, records: Sequence[DpSentence]) -> Sequence[DpSentence]:
         """The sentences as the parser sees them: with the data's lemmas and POS ('gold'), or with Kiwi's

@@ -1,0 +1,117 @@
+"""Independent fits (cross-fitting folds, tuning trials) run on joblib workers, with the same results for any
+number of jobs and any backend: loky on this machine, or Dask and Ray on a cluster."""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+from joblib import Parallel, delayed, parallel_config
+from joblib.parallel import BACKENDS
+
+from baselines import memory
+from features import analysis
+
+# Backends that joblib does not bring: the package that registers each, and the extra that installs it.
+CLUSTER_BACKENDS = {"dask": "distributed", "ray": "ray"}
+
+
+class BackendError(Exception):
+    """A --backend that does not exist, or whose package is not installed."""
+
+
+@dataclass(frozen=True)
+class Workers:
+    """How many fits run at once, and where. jobs=1 runs them one after another in this process."""
+    jobs: int = 1
+    backend: str = "loky"
+
+    def __post_init__(self) -> None:
+        if self.jobs < 1:
+            raise BackendError(f"jobs must be at least 1, not {self.jobs}")
+        if self.backend not in BACKENDS and self.backend not in CLUSTER_BACKENDS:
+            known = sorted({*BACKENDS, *CLUSTER_BACKENDS})
+            raise BackendError(f"unknown backend {self.backend!r}; the backends are {', '.join(known)}")
+        package = CLUSTER_BACKENDS.get(self.backend)
+        if package and importlib.util.find_spec(package) is None:  # said before any work, not after
+            raise BackendError(f"the {self.backend} backend needs {package}: pip install 'klue-baselines[cluster]'")
+
+
+@dataclass
+class Outcome:
+    """The results of the calls, in their order, and the largest peak resident memory of a worker process
+    (None when the calls ran in this process, whose own peak the caller measures)."""
+    results: list
+    worker_peak_rss_mb: float | None = None
+
+
+def run(calls: Sequence[tuple[Callable, tuple]], workers: Workers = Workers(),
+        on_result: Callable[[int, Any], None] = lambda index, result: None, texts: Sequence[str] = ()) -> Outcome:
+    """function(*args) for each call, in order. With several jobs the calls go to the backend's workers, which
+    analyse text with this process's analysis cache (see features.analysis.adopt), and `texts`, those that
+    the calls will analyse, are analysed here first: once, instead of by every worker at the same time.
+    on_result(index, result) is called as each result arrives, in order, so the caller can log progress."""
+    if workers.jobs == 1:
+        results = []
+        for index, (function, args) in enumerate(calls):
+            results.append(function(*args))
+            on_result(index, results[-1])
+        return Outcome(results)
+    if texts:
+        analysis.analyze(texts)
+    settings = analysis.worker_settings(share_of_cores=workers.jobs)
+    parent = os.getpid()
+    results, peaks = [], []
+    with _backend(workers):
+        jobs = (delayed(_in_worker)(parent, settings, function, args) for function, args in calls)
+        for index, (result, peak) in enumerate(Parallel(n_jobs=workers.jobs, return_as="generator")(jobs)):
+            results.append(result)
+            if peak is not None:
+                peaks.append(peak)
+            on_result(index, result)
+    return Outcome(results, round(max(peaks), 1) if peaks else None)
+
+
+def _in_worker(parent: int, settings: dict, function: Callable, args: tuple) -> tuple[Any, float | None]:
+    """One call in a worker process: analysis set up as in the parent, and the worker's own peak memory
+    measured from the start of the call. In the parent itself (the threading backend) neither is touched."""
+    if os.getpid() == parent:
+        return function(*args), None
+    analysis.adopt(settings)
+    memory.reset_peak()
+    result = function(*args)
+    return result, memory.peak_mb()
+
+
+@contextlib.contextmanager
+def _backend(workers: Workers) -> Iterator[None]:
+    """joblib's backend for the run. Dask needs a distributed client: the scheduler at
+    $DASK_SCHEDULER_ADDRESS, else a local cluster of `jobs` single-threaded worker processes. Ray connects to
+    $RAY_ADDRESS, else starts on this machine."""
+    name = workers.backend
+    if name not in CLUSTER_BACKENDS:
+        with parallel_config(backend=name, n_jobs=workers.jobs):
+            yield
+        return
+    if name == "ray":
+        import ray
+        from ray.util.joblib import register_ray
+
+        register_ray()
+        if not ray.is_initialized():
+            ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False)
+        with parallel_config(backend="ray", n_jobs=workers.jobs):
+            yield
+        return
+    import distributed
+
+    address = os.environ.get("DASK_SCHEDULER_ADDRESS")
+    with contextlib.ExitStack() as stack:
+        if not address:
+            address = stack.enter_context(distributed.LocalCluster(
+                n_workers=workers.jobs, threads_per_worker=1, processes=True, dashboard_address=None))
+        stack.enter_context(distributed.Client(address))  # joblib's dask backend uses the current client
+        with parallel_config(backend="dask", n_jobs=workers.jobs, wait_for_workers_timeout=120):
+            yield

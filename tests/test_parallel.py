@@ -1,0 +1,74 @@
+"""Folds and tuning trials on joblib workers: the same predictions and reports for any jobs count and backend,
+and memory measured per task and per worker."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from baselines import api, driver, memory, parallel
+from baselines.registry import get_task
+from tests.test_cli import invoke
+
+HAS_DASK = importlib.util.find_spec("distributed") is not None
+
+
+def cross_fitted(code: str, workers: parallel.Workers) -> tuple[dict, list[dict]]:
+    spec = get_task(code)
+    return driver.evaluate_task(spec, driver.resolve_data(spec), cv=3, workers=workers)
+
+
+@pytest.mark.parametrize("code", ["ynat", "wos", "mrc"])
+def test_parallel_cross_fitting_predicts_what_serial_cross_fitting_does(code):
+    serial, serial_predictions = cross_fitted(code, parallel.Workers(1))
+    spread, spread_predictions = cross_fitted(code, parallel.Workers(2, "loky"))
+    assert spread_predictions == serial_predictions
+    assert spread["metrics"] == serial["metrics"]
+    assert spread["trained_on"] == serial["trained_on"]
+    assert "workers" not in serial
+    assert spread["workers"]["jobs"] == 2 and len(spread["workers"]["fold_seconds"]) == 3
+    assert spread["workers"]["peak_rss_mb"] > 0  # each worker measures its own process
+
+
+@pytest.mark.skipif(not HAS_DASK, reason="dask.distributed is not installed (extra [cluster])")
+def test_a_local_dask_cluster_predicts_what_serial_cross_fitting_does():
+    _serial, serial_predictions = cross_fitted("dp", parallel.Workers(1))
+    _spread, spread_predictions = cross_fitted("dp", parallel.Workers(2, "dask"))
+    assert spread_predictions == serial_predictions
+
+
+def test_tune_reports_the_same_trials_for_any_jobs_count(tmp_path):
+    grid = {"C": [0.5, 4.0]}
+    serial, _path = api.tune("ynat", grid, folds=2, results_dir=tmp_path / "serial")
+    spread, _path = api.tune("ynat", grid, folds=2, results_dir=tmp_path / "spread", jobs=2)
+    assert spread["trials"] == serial["trials"]
+    assert [trial["params"] for trial in serial["trials"]] != []
+
+
+def test_a_backend_is_checked_before_any_work(monkeypatch):
+    with pytest.raises(parallel.BackendError, match="unknown backend 'spark'"):
+        parallel.Workers(2, "spark")
+    with pytest.raises(parallel.BackendError, match="at least 1"):
+        parallel.Workers(0)
+    monkeypatch.setattr(parallel.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(parallel.BackendError, match=r"needs distributed: pip install 'klue-baselines\[cluster\]'"):
+        parallel.Workers(2, "dask")
+
+
+def test_the_cli_refuses_an_unknown_backend_in_one_line():
+    result = invoke("run", "ynat", "--cv", "2", "--jobs", "2", "--backend", "spark", expect=2)
+    assert "unknown backend 'spark'" in result.output and "Traceback" not in result.output
+
+
+def test_each_task_of_a_run_reports_its_own_peak():
+    if not memory.reset_peak():
+        pytest.skip("this kernel does not let a process reset its peak resident memory")
+    ballast = bytearray(300 * 2**20)
+    ballast[::4096] = b"x" * len(ballast[::4096])  # touched, so resident
+    before = memory.peak_mb()
+    del ballast
+    memory.reset_peak()
+    assert memory.peak_mb() < before - 200
+    spec = get_task("ynat")
+    record, _predictions = driver.evaluate_task(spec, driver.resolve_data(spec), model_name="trivial")
+    assert record["peak_rss_mb"] < before - 200
