@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 from sklearn.base import clone
 
 from baselines import driver, hf, persistence, plots, results, significance, tuning
+from baselines import scale as scale_bench
 from baselines import report as teaching
 from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
                               read_text, write_json_atomic, write_jsonl_atomic)
@@ -586,3 +587,25 @@ def results_figure(runs: PathLike | Sequence[dict], folder: PathLike) -> Path:
 def task_spec(task: str) -> TaskSpec:
     """The task's declaration: files, models, metrics, formats (see baselines.taskspec)."""
     return get_task(task)
+
+
+def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | None = None, *,
+          data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
+          seed: int = 0, results_dir: PathLike = "results", plots_dir: PathLike | None = None,
+          command: str | None = None, log: Log = _quiet) -> tuple[dict, Path]:
+    """Fit and predict seconds and peak memory at `sizes` x the official training size, each in its own
+    process (see baselines.scale); written to results_dir/scale/<task>.json (<task>-<model>.json for another
+    model than the default), with the table in results_dir/README.md, and with plots_dir the chart of every
+    task's report there. Returns the report and its path."""
+    folder = Path(results_dir) / "scale"
+    check_output_folder(folder)
+    plots_dir = _figures_folder(plots_dir)
+    report = scale_bench.bench_scale(task, sizes, model, seed, data_dir, train, dev, command, log)
+    stem = task if report["model"] == get_task(task).default_model else f"{task}-{report['model']}"
+    path = folder / f"{stem}.json"
+    write_json_atomic(path, report)
+    results.regenerate_readme(Path(results_dir))
+    if plots_dir is not None:
+        figure = plots.scale_chart(results.scale_reports(Path(results_dir)), plots_dir / "scale.png")
+        log(f"{task}: figure written to {figure}")
+    return report, path

@@ -455,6 +455,34 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
                              + [results.format_score(point['headline'][k], len(k)) for k in headline]))
 
 
+@bench.command("scale")
+@task_argument
+@click.option("--sizes", default="0.125,0.25,0.5,1", show_default=True, callback=_fractions,
+              help="Shares of the official training size (distinct copies fill what the data here lacks).")
+@model_name_option
+@data_dir_option
+@train_option
+@dev_option
+@seed_option
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+              show_default=True, help="Where scale/<task>.json goes; README.md there gets the table.")
+@plots_option
+@click.pass_context
+@friendly_errors
+def bench_scale_command(ctx, task: str, sizes: list[float], model_name, data_dir, train_file, dev_file, seed: int,
+                        results_dir: Path, plots_dir) -> None:
+    """Fit and predict seconds and peak memory at shares of the official training size, each size in its own
+    process with an empty analysis cache, and the growth exponent k of time ~ n^k. With --plots: the chart of
+    every task measured so far."""
+    report, path = api.scale(task, sizes, model_name, data_dir=data_dir, train=train_file, dev=dev_file, seed=seed,
+                             results_dir=results_dir, plots_dir=plots_dir, command=command_line(),
+                             log=console(ctx).log)
+    _print_table(["train records", "fit s", "predict s", "peak RSS MiB"],
+                 [[str(point["train_records"]), f"{point['seconds']['fit']:.1f}", f"{point['seconds']['predict']:.1f}",
+                   results.memory_cell(point["peak_rss_mb"])] for point in report["points"]])
+    click.echo(f"time ~ n^{report['fit_exponent']} (fit); written to {path}")
+
+
 @main.command()
 @task_argument
 @click.option("--gold", "gold_path", required=True, type=DATA_PATH,

@@ -191,3 +191,25 @@ def results_chart(rows: Sequence[dict], path: Path) -> Path:
         figure.legend(loc="outside lower center", ncol=4, fontsize=8, frameon=False)
         axes.set_title("klue-baselines between the trivial floor and the neural anchors")
         return _save(figure, path)
+
+
+def scale_chart(reports: Sequence[dict], path: Path) -> Path:
+    """Fit seconds against training records on log-log axes, one line per task (from results/scale/): the
+    slope is the growth exponent k of time ~ n^k, and the dotted line is the 10-minute budget."""
+    with _korean_text() as Figure:
+        figure = Figure(figsize=(7, 4.5), layout="constrained")
+        axes = figure.add_subplot()
+        for report in reports:
+            points = report["points"]
+            axes.plot([p["train_records"] for p in points], [p["seconds"]["fit"] + p["seconds"]["predict"]
+                                                             for p in points], marker="o",
+                      label=f"{report['task'].upper()} (k={report['fit_predict_exponent']})")
+        axes.axhline(600, color="0.5", linestyle=":", label="budget: 10 minutes")
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlabel("training records (1/8 to 1x the official train file)")
+        axes.set_ylabel("fit + predict seconds")
+        axes.set_title("Time against training size (time ~ n^k)", fontsize=10)
+        axes.grid(alpha=0.3, which="both")
+        axes.legend(fontsize=8)
+        return _save(figure, path)

@@ -191,14 +191,50 @@ def update_project_readme(readme: Path, table: str) -> bool:
     return True
 
 
+def scale_reports(results_dir: Path) -> list[dict]:
+    """The reports of `bench scale` in results_dir/scale/, in task order."""
+    order = {task.code: index for index, task in enumerate(all_tasks())}
+    reports = [json.loads(path.read_text(encoding="utf-8")) for path in sorted((results_dir / "scale").glob("*.json"))]
+    return sorted(reports, key=lambda report: (order.get(report["task"], len(order)), report["model"]))
+
+
+def scale_section(results_dir: Path) -> list[str]:
+    """The table of `bench scale` at the official training size, with the budget of each figure, or nothing
+    when there are no scale reports."""
+    reports = scale_reports(results_dir)
+    if not reports:
+        return []
+    lines = ["## At the official training size (`bench scale`)", "",
+             "Each size in its own process with an empty analysis cache, on this machine; `k` fits time ~ n^k over",
+             "1/8 to 1x the official size (method: `scale/`). Budgets: 600 s and 4096 MiB per task.", "",
+             "| task | model | train records | fit s | predict s | fit + predict s | peak RSS (MiB) | k (fit) "
+             "| within budget |", "|---|---|---|---|---|---|---|---|---|"]
+    total = 0.0
+    for report in reports:
+        full = next((point for point in report["points"] if point["size"] == 1), None)
+        if full is None:
+            continue
+        seconds = full["seconds"]["fit"] + full["seconds"]["predict"]
+        total += seconds
+        lines.append(f"| {report['task']} | {report['model']} | {full['train_records']} | {full['seconds']['fit']:.1f} "
+                     f"| {full['seconds']['predict']:.1f} | {seconds:.1f} | {memory_cell(full['peak_rss_mb'])} | "
+                     f"{report['fit_exponent']} | {'yes' if report['official_size']['within_budget'] else 'no'} |")
+    lines += ["", f"Summed fit + predict at the official size: {total:.0f} s (budget 1800 s).", ""]
+    return lines
+
+
 def regenerate_readme(results_dir: Path) -> Path:
     """results/README.md from every results/<task>.json: the table, then the command behind each run."""
     results_dir = Path(results_dir)
     runs_by_task = all_runs(results_dir)
     commands = []
+    suite_seconds = all_seconds = 0.0
+    defaults = {task.code: task.default_model for task in all_tasks()}
     for code, runs in runs_by_task.items():
         for model, record in sorted(runs.items()):
             seconds = sum(record.get("seconds", {}).values())
+            all_seconds += seconds
+            suite_seconds += seconds if model == defaults[code] else 0.0
             commands.append(f"| {code} | {model} | `{record.get('command', '?')}` | {record.get('protocol')} | "
                             f"{seconds:.1f} | {memory_cell(record.get('peak_rss_mb'))} |")
     text = "\n".join([
@@ -219,9 +255,13 @@ def regenerate_readme(results_dir: Path) -> Path:
         "|---|---|---|---|---|---|",
         *commands,
         "",
+        f"Summed seconds: {suite_seconds:.1f} for the suite (each task's default model), {all_seconds:.1f} for every "
+        "row.",
+        "",
         "Hyper-parameter searches (`tune`) are in `tuning/`, learning curves (`bench learning-curve`) in",
         "`learning-curve/`; each file holds the command that wrote it.",
         "",
+        *scale_section(results_dir),
         "KLUE data: Park et al. (2021), CC BY-SA 4.0.",
         "",
     ])

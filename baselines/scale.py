@@ -1,0 +1,199 @@
+"""The scale benchmark: fit and predict seconds and peak memory at shares of the official training size, each
+size in a process of its own with an empty analysis cache, and how the fit time grows (time ~ n^k).
+
+Where the training data here is smaller than the share asked for (NER and DP have prefixes of their train
+files, MRC and WoS only a part of dev), the set is filled with copies of its records, each made distinct so
+that no analysis cache, memo or de-duplication can skip it: copy k of a record has the word 사례k put in
+front of its text (NER: tagged O; DP: one more eojeol, attached to the root; MRC: of the passage, with the
+answers moved, and 문항k in front of the question; WoS: of every turn). A copy costs what a new record of the same length costs, and
+its word is never a feature value seen elsewhere; what copies cannot reproduce is the vocabulary growth of
+new text, so models whose cost grows with their vocabulary (hashed or not) may be cheaper here than on the
+official file at the same size.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from baselines import driver, hf, memory
+from baselines.registry import get_task
+from baselines.taskspec import TaskSpec
+
+SIZES = (0.125, 0.25, 0.5, 1.0)
+# Budgets at the official size, each task in its own process on a 2-core machine (issue #23).
+PEAK_RSS_BUDGET_MB = 4096
+SECONDS_BUDGET = 600
+SUITE_SECONDS_BUDGET = 1800
+
+
+def _marker(copy: int) -> str:
+    return f"사례{copy}"
+
+
+def _ner_copy(record, copy: int):
+    prefix = _marker(copy) + " "
+    return dataclasses.replace(record, guid=f"{record.guid}-copy{copy}", text=prefix + record.text,
+                               tags=["O"] * len(prefix) + list(record.tags))
+
+
+def _dp_copy(record, copy: int):
+    from baselines.tasks.dp import DpWord
+
+    root = next(index for index, word in enumerate(record.words, start=1) if word.head == 0)
+    marker = _marker(copy)
+    words = [DpWord(marker, f"사례 {copy}", "NNG+SN", root + 1, "NP_AJT")]
+    words += [dataclasses.replace(word, head=word.head + 1 if word.head else 0) for word in record.words]
+    return dataclasses.replace(record, guid=f"{record.guid}-copy{copy}", text=f"{marker} {record.text}",
+                               words=words)
+
+
+def _mrc_copy(record, copy: int):
+    prefix = f"{_marker(copy)}에 관한 글이다. "
+
+    def moved(answers):
+        return [dataclasses.replace(answer, start=answer.start + len(prefix)) for answer in answers]
+
+    # The question gets another word, so that it does not match the passage's new sentence.
+    return dataclasses.replace(record, guid=f"{record.guid}-copy{copy}", context=prefix + record.context,
+                               question=f"문항{copy}. {record.question}", answers=moved(record.answers),
+                               plausible_answers=moved(record.plausible_answers))
+
+
+def _wos_copy(record, copy: int):
+    turns = [dataclasses.replace(turn, text=f"{_marker(copy)}. {turn.text}") for turn in record.turns]
+    return dataclasses.replace(record, guid=f"{record.guid}-copy{copy}", turns=turns)
+
+
+# Tasks whose data here is smaller than the official train file: how to make a distinct copy of a record.
+DISTINCT_COPY: dict[str, Callable[[Any, int], Any]] = {"ner": _ner_copy, "dp": _dp_copy, "mrc": _mrc_copy,
+                                                       "wos": _wos_copy}
+
+
+def official_train_size(code: str) -> int:
+    return hf.SCHEMAS[code].split_sizes["train"]
+
+
+def training_set(task: TaskSpec, pool: Sequence, size: float, seed: int) -> tuple[list, int]:
+    """`size` x the official training size of records: the pool in one seeded order, then distinct copies of
+    it in the same order as far as needed (so a smaller size's records are the start of a larger one's).
+    Returns the records and how many copies were made of the pool (0: none)."""
+    wanted = round(size * official_train_size(task.code))
+    if not pool:
+        raise driver.UsageError(f"{task.code}: no training records to build the scale sets from")
+    if wanted > len(pool) and task.code not in DISTINCT_COPY:
+        raise driver.UsageError(f"{task.code}: {size:g} x the official training size is {wanted} records and the "
+                                f"training file has {len(pool)}; give the full official file")
+    order = np.random.default_rng(seed).permutation(len(pool))
+    shuffled = [pool[i] for i in order]
+    records, copy = list(shuffled[:wanted]), 0
+    while len(records) < wanted:
+        copy += 1
+        records.extend(DISTINCT_COPY[task.code](record, copy) for record in shuffled[:wanted - len(records)])
+    return records, copy
+
+
+def measure_point(code: str, size: float, model_name: str | None, seed: int, data: dict) -> dict:
+    """One size, in this process (a fresh one: bench_scale starts one per size): load, build the training
+    set, fit, predict the dev file; seconds of each, Kiwi's share of them, and this process's peak memory."""
+    from features import analysis
+
+    task = get_task(code)
+    start = time.perf_counter()
+    located = driver.resolve_data(task, data.get("data_dir"), data.get("train"), data.get("dev"))
+    resources = task.load_resources(located.extras)
+    dev = task.load(located.dev)
+    pool = task.load(located.train) if located.train else dev
+    train, copies = training_set(task, pool, size, seed)
+    name, model = driver.build_model(task, model_name, seed, resources)
+    loaded = time.perf_counter()
+    model.fit(train, task.targets(train))
+    fitted = time.perf_counter()
+    analysis_in_fit = analysis.stats().seconds
+    task.predict(model, dev)
+    predicted = time.perf_counter()
+    return {"size": size, "train_records": len(train), "copies": copies, "dev_records": len(dev), "model": name,
+            "seconds": {"load": round(loaded - start, 3), "fit": round(fitted - loaded, 3),
+                        "predict": round(predicted - fitted, 3)},
+            "analysis_seconds": {"fit": round(analysis_in_fit, 3),
+                                 "predict": round(analysis.stats().seconds - analysis_in_fit, 3)},
+            "peak_rss_mb": memory.rounded_peak_mb(),
+            "source": "train file" if located.train else "dev file (no train file here)"}
+
+
+def growth_exponent(sizes: Sequence[float], seconds: Sequence[float]) -> float | None:
+    """k of seconds ~ n^k: the slope of a least-squares line through (log n, log seconds); None for fewer
+    than two sizes."""
+    if len(sizes) < 2:
+        return None
+    return round(float(np.polyfit(np.log(sizes), np.log(np.maximum(seconds, 1e-3)), 1)[0]), 3)
+
+
+def bench_scale(code: str, sizes: Sequence[float] = SIZES, model_name: str | None = None, seed: int = 0,
+                data_dir: str | Path | None = None, train: str | Path | None = None, dev: str | Path | None = None,
+                command: str | None = None, log: Callable[[str], None] = lambda message: None) -> dict:
+    """measure_point for each size, each in a new Python process with its own empty analysis cache, and the
+    report that results/scale/<task>.json keeps."""
+    task = get_task(code)
+    located = driver.resolve_data(task, data_dir, train, dev)  # checked here, before any process starts
+    if located.is_sample:
+        raise driver.UsageError("the scale benchmark needs KLUE data: give --data-dir (the shipped sample is "
+                                "a few dozen records)")
+    data = {"data_dir": str(data_dir) if data_dir else None, "train": str(train) if train else None,
+            "dev": str(dev) if dev else None}
+    points = []
+    for size in sorted(sizes):
+        log(f"{code}: {size:g} x {official_train_size(code)} training records, in a new process")
+        with tempfile.TemporaryDirectory(prefix="klue-scale-cache-") as cache_dir:
+            request = json.dumps({"code": code, "size": size, "model_name": model_name, "seed": seed, "data": data})
+            finished = subprocess.run([sys.executable, "-m", "baselines.scale", request], capture_output=True,
+                                      text=True, env={**os.environ, "KLUE_BASELINES_CACHE": cache_dir})
+        if finished.returncode != 0:
+            last = (finished.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise driver.UsageError(f"{code} at {size:g} x the official size failed: {last}")
+        point = json.loads(finished.stdout.strip().splitlines()[-1])
+        points.append(point)
+        log(f"{code}: {point['train_records']} records: fit {point['seconds']['fit']:.1f}s, predict "
+            f"{point['seconds']['predict']:.1f}s, peak {point['peak_rss_mb']:.0f} MiB")
+    trained = [point["train_records"] for point in points]
+    report = {
+        "task": code, "model": points[-1]["model"], "official_train_records": official_train_size(code),
+        "seed": seed, "method": __doc__.split("\n\n")[1].replace("\n", " "),
+        "files": [driver.describe_file(path) for path in (located.train, located.dev) if path is not None],
+        "points": points,
+        "fit_exponent": growth_exponent(trained, [point["seconds"]["fit"] for point in points]),
+        "fit_predict_exponent": growth_exponent(
+            trained, [point["seconds"]["fit"] + point["seconds"]["predict"] for point in points]),
+        "versions": driver.versions(), "code": driver.code_version(),
+    }
+    full = next((point for point in points if point["size"] == 1), None)
+    if full is not None:
+        seconds = full["seconds"]["fit"] + full["seconds"]["predict"]
+        report["official_size"] = {
+            "fit_predict_seconds": round(seconds, 1), "peak_rss_mb": full["peak_rss_mb"],
+            "within_budget": seconds <= SECONDS_BUDGET and (full["peak_rss_mb"] or 0) <= PEAK_RSS_BUDGET_MB}
+    if command is not None:
+        report["command"] = command
+    return report
+
+
+def _main(argv: list[str]) -> None:
+    request = json.loads(argv[1])
+    try:
+        point = measure_point(request["code"], request["size"], request["model_name"], request["seed"],
+                              request["data"])
+    except driver.UsageError as error:
+        sys.exit(f"Error: {error}")
+    print(json.dumps(point))
+
+
+if __name__ == "__main__":
+    _main(sys.argv)
