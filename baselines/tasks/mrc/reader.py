@@ -70,6 +70,7 @@ def _grouped_softmax(scores: np.ndarray, starts: np.ndarray, sizes: np.ndarray) 
 
 
 _UNANSWERABLE, _WRONG, _CORRECT = 0, 1, 2
+VIEW_CHUNK = 4000  # training questions whose candidate views are held at once
 
 
 class SpanRanker(TaskModel, BaseEstimator):
@@ -166,36 +167,44 @@ class SpanRanker(TaskModel, BaseEstimator):
         state.pop("_view_memo", None)
         return state
 
-    def _fit_weights(self, views: Sequence[QuestionView], positives: Sequence[np.ndarray]) -> np.ndarray:
+    @staticmethod
+    def _kept_rows(views: Sequence[QuestionView], positives: Sequence[np.ndarray]
+                   ) -> tuple[sparse.csr_matrix | None, list[np.ndarray]]:
+        """The unscaled candidate rows, stacked, of the questions the ranker learns from (those whose gold span
+        is among their candidates, next to a wrong one), and their gold marks; None when there are none."""
+        kept = [(view.features, positive) for view, positive in zip(views, positives)
+                if positive.any() and not positive.all()]
+        if not kept:
+            return None, []
+        return sparse.vstack([rows for rows, _positive in kept], format="csr"), [positive for _rows, positive in kept]
+
+    def _fit_weights(self, blocks: Sequence[sparse.csr_matrix], gold: Sequence[np.ndarray]) -> np.ndarray:
         """A listwise (softmax) ranker: for each training question whose gold span is among its candidates,
         the share of probability that its gold spans get among all its candidates is maximised (mean over
         the questions), under an L2 penalty of alpha/2. Every candidate counts, and this is the loss that
         picking the top span needs, where pairwise logistic regression on sampled negatives (tried first)
-        learns to tell one span from a random other one."""
-        blocks, gold = [], []
-        for view, positive in zip(views, positives):
-            if positive.any() and not positive.all():
-                blocks.append(view.features)
-                gold.append(positive)
-        if not blocks:
+        learns to tell one span from a random other one. `blocks` hold the questions' scaled candidate rows,
+        one after another in the order of `gold`: a fit on the official train file keeps them in several
+        blocks, since one stacked copy besides them would double its peak memory."""
+        if not gold:
             raise ValueError("no training question has its answer among the candidate spans")
-        # Scaled in place once stacked: a scaled copy of every block besides the stack would hold the
-        # candidates' features three times over.
-        rows = self.scaler_.transform(sparse.vstack(blocks, format="csr"), copy=False)
         is_gold = np.concatenate(gold)
         sizes = np.array([len(positive) for positive in gold])
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        bounds = np.cumsum([0] + [block.shape[0] for block in blocks])
 
         def loss_and_gradient(weights: np.ndarray) -> tuple[float, np.ndarray]:
-            scores = rows @ weights
+            scores = np.concatenate([block @ weights for block in blocks])
             all_log_sum, all_share = _grouped_softmax(scores, starts, sizes)
             gold_log_sum, gold_share = _grouped_softmax(np.where(is_gold, scores, -np.inf), starts, sizes)
             # A mean, not a sum: the penalty then means the same for the 60 questions of a test and the
             # 17,554 of the official training file.
             loss = float(np.mean(all_log_sum - gold_log_sum) + 0.5 * self.alpha * weights @ weights)
-            return loss, rows.T @ (all_share - gold_share) / len(gold) + self.alpha * weights
+            residual = all_share - gold_share
+            gradient = sum(block.T @ residual[low:high] for block, low, high in zip(blocks, bounds, bounds[1:]))
+            return loss, gradient / len(gold) + self.alpha * weights
 
-        fitted = optimize.minimize(loss_and_gradient, np.zeros(rows.shape[1]), jac=True, method="L-BFGS-B",
+        fitted = optimize.minimize(loss_and_gradient, np.zeros(blocks[0].shape[1]), jac=True, method="L-BFGS-B",
                                    options={"maxiter": self.max_iter})
         return fitted.x
 
@@ -226,29 +235,53 @@ class SpanRanker(TaskModel, BaseEstimator):
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "SpanRanker":
         records = self._fit_records(X)
         rng = np.random.default_rng(self.random_state)
-        views = self._views(records)
-        positives = [self._positives(v, r.context, answers) for v, r, answers in zip(views, records, y)]
-        # Scaled, not centred: the rows stay sparse, and a shift would not change any ranking.
-        self.scaler_ = StandardScaler(with_mean=False).fit(sparse.vstack([v.features for v in views] + [
-            sparse.csr_matrix((1, len(FEATURE_NAMES)), dtype=np.float32)]))
-        self.weights_ = self._fit_weights(views, positives)
+        chosen = np.arange(len(records))  # the questions that calibrate the no-answer decision
+        if self.abstain and len(chosen) > self.max_calibration_questions:
+            chosen = np.sort(rng.choice(chosen, self.max_calibration_questions, replace=False))
+        calibrating = set(chosen.tolist()) if self.abstain else set()
+        # Views are built VIEW_CHUNK questions at a time, and only the ranker's rows of each chunk and the
+        # calibration questions' views are kept: all views of the official train file at once take 5 GB.
+        self.scaler_ = StandardScaler(with_mean=False)
+        blocks, gold, kept_views, kept_positives = [], [], {}, {}
+        for first in range(0, len(records), VIEW_CHUNK):
+            chunk = records[first:first + VIEW_CHUNK]
+            views = self._views(chunk)
+            positives = [self._positives(v, r.context, answers)
+                         for v, r, answers in zip(views, chunk, y[first:first + VIEW_CHUNK])]
+            # Scaled, not centred: the rows stay sparse, and a shift would not change any ranking. (The zero
+            # row keeps the scaler defined when no question has a candidate.)
+            self.scaler_.partial_fit(sparse.vstack([v.features for v in views] + (
+                [sparse.csr_matrix((1, len(FEATURE_NAMES)), dtype=np.float32)] if first == 0 else [])))
+            rows, chunk_gold = self._kept_rows(views, positives)
+            if rows is not None:
+                blocks.append(rows)
+                gold.extend(chunk_gold)
+            for offset, (view, positive) in enumerate(zip(views, positives)):
+                if first + offset in calibrating:
+                    kept_views[first + offset], kept_positives[first + offset] = view, positive
+        for block in blocks:  # in place: a scaled copy beside them would hold the rows twice
+            self.scaler_.transform(block, copy=False)
+        self.weights_ = self._fit_weights(blocks, gold)
+        del blocks
         if self.abstain:
-            self._fit_answer_decision(records, y, views, positives, rng)
+            self._fit_answer_decision(records, y, chosen, kept_views, kept_positives)
         else:
             self.answer_model_, self.threshold_ = None, -np.inf
         return self
 
-    def _fit_answer_decision(self, records, y, views, positives, rng: np.random.Generator) -> None:
-        """Out-of-fold best spans of the training questions (folds by passage) teach when to answer."""
-        chosen = np.arange(len(records))
-        if len(chosen) > self.max_calibration_questions:
-            chosen = np.sort(rng.choice(chosen, self.max_calibration_questions, replace=False))
+    def _fit_answer_decision(self, records, y, chosen: np.ndarray, views: dict[int, QuestionView],
+                             positives: dict[int, np.ndarray]) -> None:
+        """Out-of-fold best spans of the chosen training questions (folds by passage) teach when to answer;
+        `views` and `positives` are theirs, by question index."""
         groups = [records[i].context for i in chosen]
         folds = GroupKFold(n_splits=min(self.calibration_folds, len(set(groups))))
         rows, outcomes, rouges, passages = [], [], [], []
         for inner_train, inner_test in folds.split(chosen, groups=groups):
-            weights = self._fit_weights([views[chosen[i]] for i in inner_train],
-                                        [positives[chosen[i]] for i in inner_train])
+            inner_rows, inner_gold = self._kept_rows([views[chosen[i]] for i in inner_train],
+                                                     [positives[chosen[i]] for i in inner_train])
+            if inner_rows is None:
+                raise ValueError("no training question has its answer among the candidate spans")
+            weights = self._fit_weights([self.scaler_.transform(inner_rows, copy=False)], inner_gold)
             for i in chosen[inner_test]:
                 passages.append(records[i].context)  # the rows come fold by fold, not in `chosen` order
                 scores = self._scores(views[i], weights)
