@@ -176,18 +176,23 @@ def markdown_table(rows: list[list[str]]) -> str:
 START_MARK, END_MARK = "<!-- results:start -->", "<!-- results:end -->"
 
 
-def update_project_readme(readme: Path, table: str) -> bool:
-    """Put the results table between the project README's markers, when it has them."""
+SCALE_START, SCALE_END = "<!-- scale:start -->", "<!-- scale:end -->"
+
+
+def update_project_readme(readme: Path, table: str, marks: tuple[str, str] = (START_MARK, END_MARK),
+                          note: str = "Generated from `results/` by `klue-baselines run`; commands and costs in "
+                                      "results/README.md.") -> bool:
+    """Put a table between a pair of the project README's markers, when it has them."""
     if not readme.is_file():
         return False
     text = readme.read_text(encoding="utf-8")
-    if START_MARK not in text or END_MARK not in text:
+    start, end = marks
+    if start not in text or end not in text:
         return False
-    head, rest = text.split(START_MARK, 1)
-    _old, tail = rest.split(END_MARK, 1)
-    note = "Generated from `results/` by `klue-baselines run`; commands and costs in results/README.md."
+    head, rest = text.split(start, 1)
+    _old, tail = rest.split(end, 1)
     with atomic_output(readme) as handle:
-        handle.write(f"{head}{START_MARK}\n{note}\n\n{table}\n{END_MARK}{tail}")
+        handle.write(f"{head}{start}\n{note}\n\n{table}\n{end}{tail}")
     return True
 
 
@@ -198,29 +203,35 @@ def scale_reports(results_dir: Path) -> list[dict]:
     return sorted(reports, key=lambda report: (order.get(report["task"], len(order)), report["model"]))
 
 
-def scale_section(results_dir: Path) -> list[str]:
-    """The table of `bench scale` at the official training size, with the budget of each figure, or nothing
-    when there are no scale reports."""
-    reports = scale_reports(results_dir)
-    if not reports:
-        return []
-    lines = ["## At the official training size (`bench scale`)", "",
-             "Each size in its own process with an empty analysis cache, on this machine; `k` fits time ~ n^k over",
-             "1/8 to 1x the official size (method: `scale/`). Budgets: 600 s and 4096 MiB per task.", "",
-             "| task | model | train records | fit s | predict s | fit + predict s | peak RSS (MiB) | k (fit) "
-             "| within budget |", "|---|---|---|---|---|---|---|---|---|"]
-    total = 0.0
-    for report in reports:
+def scale_table(results_dir: Path) -> str | None:
+    """The table of `bench scale` at the official training size, with the budget verdict of each task and
+    their sum, or None when no report has a point at the official size."""
+    rows, total = [], 0.0
+    for report in scale_reports(results_dir):
         full = next((point for point in report["points"] if point["size"] == 1), None)
         if full is None:
             continue
         seconds = full["seconds"]["fit"] + full["seconds"]["predict"]
         total += seconds
-        lines.append(f"| {report['task']} | {report['model']} | {full['train_records']} | {full['seconds']['fit']:.1f} "
-                     f"| {full['seconds']['predict']:.1f} | {seconds:.1f} | {memory_cell(full['peak_rss_mb'])} | "
-                     f"{report['fit_exponent']} | {'yes' if report['official_size']['within_budget'] else 'no'} |")
-    lines += ["", f"Summed fit + predict at the official size: {total:.0f} s (budget 1800 s).", ""]
-    return lines
+        rows.append(f"| {report['task']} | {report['model']} | {full['train_records']} | {full['seconds']['fit']:.1f} "
+                    f"| {full['seconds']['predict']:.1f} | {seconds:.1f} | {memory_cell(full['peak_rss_mb'])} | "
+                    f"{report['fit_exponent']} | {'yes' if report['official_size']['within_budget'] else 'no'} |")
+    if not rows:
+        return None
+    return "\n".join(["| task | model | train records | fit s | predict s | fit + predict s | peak RSS (MiB) | k (fit) "
+                      "| within budget |", "|---|---|---|---|---|---|---|---|---|", *rows, "",
+                      f"Summed fit + predict at the official size: {total:.0f} s (budget 1800 s)."])
+
+
+def scale_section(results_dir: Path) -> list[str]:
+    """results/README.md's section on `bench scale`, or nothing before it has run at the official size."""
+    table = scale_table(results_dir)
+    if table is None:
+        return []
+    return ["## At the official training size (`bench scale`)", "",
+            "Each size in its own process with an empty analysis cache, on this machine; `k` fits time ~ n^k over",
+            "1/8 to 1x the official size (method: `scale/`). Budgets: 600 s and 4096 MiB per task.", "",
+            table, ""]
 
 
 def regenerate_readme(results_dir: Path) -> Path:
@@ -271,4 +282,8 @@ def regenerate_readme(results_dir: Path) -> Path:
     if not any(record.get("sample") for runs in runs_by_task.values() for record in runs.values()):
         # Only tables of KLUE results go into the project README; sample scores stay in their own folder.
         update_project_readme(results_dir.resolve().parent / "README.md", markdown_table(table_rows(runs_by_task)))
+        scales = scale_table(results_dir)
+        if scales is not None:
+            update_project_readme(results_dir.resolve().parent / "README.md", scales, (SCALE_START, SCALE_END),
+                                  "Generated from `results/scale/` by `klue-baselines bench scale`.")
     return path
