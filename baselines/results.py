@@ -246,8 +246,10 @@ def regenerate_readme(results_dir: Path) -> Path:
             seconds = sum(record.get("seconds", {}).values())
             all_seconds += seconds
             suite_seconds += seconds if model == defaults[code] else 0.0
+            workers = (record.get("workers") or {}).get("peak_rss_mb")
+            peak = memory_cell(record.get("peak_rss_mb")) + (f" (workers {memory_cell(workers)})" if workers else "")
             commands.append(f"| {code} | {model} | `{record.get('command', '?')}` | {record.get('protocol')} | "
-                            f"{seconds:.1f} | {memory_cell(record.get('peak_rss_mb'))} |")
+                            f"{seconds:.1f} | {peak} |")
     text = "\n".join([
         "# Results",
         "",
@@ -267,7 +269,8 @@ def regenerate_readme(results_dir: Path) -> Path:
         *commands,
         "",
         f"Summed seconds: {suite_seconds:.1f} for the suite (each task's default model), {all_seconds:.1f} for every "
-        "row.",
+        "row. Peak RSS is the running process's own, from the start of that task; where folds ran in worker",
+        "processes (`--jobs`), the largest worker's follows in brackets.",
         "",
         "Hyper-parameter searches (`tune`) are in `tuning/`, learning curves (`bench learning-curve`) in",
         "`learning-curve/`; each file holds the command that wrote it.",
