@@ -5,10 +5,10 @@ Where the training data here is smaller than the share asked for (NER and DP hav
 files, MRC and WoS only a part of dev), the set is filled with copies of its records, each made distinct so
 that no analysis cache, memo or de-duplication can skip it: copy k of a record has the word 사례k put in
 front of its text (NER: tagged O; DP: one more eojeol, attached to the root; MRC: of the passage, with the
-answers moved, and 문항k in front of the question; WoS: of every turn). A copy costs what a new record of the same length costs, and
-its word is never a feature value seen elsewhere; what copies cannot reproduce is the vocabulary growth of
-new text, so models whose cost grows with their vocabulary (hashed or not) may be cheaper here than on the
-official file at the same size.
+answers moved, and 문항k in front of the question; WoS: of every turn). A copy costs what a new record of
+the same length costs, and its word is never a feature value seen elsewhere; what copies cannot reproduce
+is the vocabulary growth of new text, so models whose cost grows with their vocabulary (hashed or not) may
+be cheaper here than on the official file at the same size.
 """
 from __future__ import annotations
 
