@@ -311,7 +311,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         log(f"{task.code}: {where}fitting {name} on {len(subset)} records{share}")
         return watch.measure("fit", lambda: model.fit(subset, task.targets(subset)))
 
-    worker_peak = None
+    spread = None  # with workers: what the record keeps of them
     if cv:
         predictions: list[dict | None] = [None] * len(dev_records)
         folds = cross_fit_folds(task, dev_records, cv, seed)
@@ -337,8 +337,9 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
             for fold, (fold_predictions, _seconds) in zip(folds, outcome.results):
                 for i, prediction in zip(fold, fold_predictions):
                     predictions[i] = prediction
-            fold_seconds = [seconds for _predictions, seconds in outcome.results]
-            worker_peak = outcome.worker_peak_rss_mb
+            spread = {"jobs": workers.jobs, "backend": workers.backend,
+                      "fold_seconds": [seconds for _predictions, seconds in outcome.results],
+                      "peak_rss_mb": outcome.worker_peak_rss_mb}  # the largest worker's (None: not measured)
     else:
         if fitted is None:
             fit(train_records, "")
@@ -378,9 +379,8 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     record["trained_on"] = trained_on  # records per fit: one, or one per fold
     if fold_headline is not None:
         record["fold_headline"] = fold_headline  # each held-out fold scored alone: the spread between splits
-    if workers.jobs > 1 and cv:
-        record["workers"] = {"jobs": workers.jobs, "backend": workers.backend, "fold_seconds": fold_seconds,
-                             "peak_rss_mb": worker_peak}  # the largest worker's peak (None: not measured)
+    if spread is not None:
+        record["workers"] = spread
     return record, predictions
 
 

@@ -24,15 +24,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from baselines import driver, hf, memory
+from baselines import driver, hf, memory, results
 from baselines.registry import get_task
 from baselines.taskspec import TaskSpec
+from features import analysis
 
 SIZES = (0.125, 0.25, 0.5, 1.0)
-# Budgets at the official size, each task in its own process on a 2-core machine (issue #23).
-PEAK_RSS_BUDGET_MB = 4096
-SECONDS_BUDGET = 600
-SUITE_SECONDS_BUDGET = 1800
 
 
 def _marker(copy: int) -> str:
@@ -104,8 +101,6 @@ def training_set(task: TaskSpec, pool: Sequence, size: float, seed: int) -> tupl
 def measure_point(code: str, size: float, model_name: str | None, seed: int, data: dict) -> dict:
     """One size, in this process (a fresh one: bench_scale starts one per size): load, build the training
     set, fit, predict the dev file; seconds of each, Kiwi's share of them, and this process's peak memory."""
-    from features import analysis
-
     task = get_task(code)
     start = time.perf_counter()
     located = driver.resolve_data(task, data.get("data_dir"), data.get("train"), data.get("dev"))
@@ -179,7 +174,8 @@ def bench_scale(code: str, sizes: Sequence[float] = SIZES, model_name: str | Non
         seconds = full["seconds"]["fit"] + full["seconds"]["predict"]
         report["official_size"] = {
             "fit_predict_seconds": round(seconds, 1), "peak_rss_mb": full["peak_rss_mb"],
-            "within_budget": seconds <= SECONDS_BUDGET and (full["peak_rss_mb"] or 0) <= PEAK_RSS_BUDGET_MB}
+            "within_budget": (seconds <= results.SECONDS_BUDGET
+                              and (full["peak_rss_mb"] or 0) <= results.PEAK_RSS_BUDGET_MB)}
     if command is not None:
         report["command"] = command
     return report

@@ -76,7 +76,7 @@ def cross_validate(task: TaskSpec, estimators: Sequence, records: Sequence, reso
         log(f"  trial {index // folds + 1}/{len(estimators)}, fold {index % folds + 1}/{folds}: "
             f"{metric} {metrics[metric]:.2f}")
 
-    uses_analysis = any(getattr(estimator, "uses_morpheme_analysis", lambda: True)() for estimator in estimators)
+    uses_analysis = any(estimator.uses_morpheme_analysis() for estimator in estimators)
     results = parallel.run(calls, workers, logged, task.texts(records) if uses_analysis else ()).results
     return [results[start:start + folds] for start in range(0, len(results), folds)]
 
