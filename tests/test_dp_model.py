@@ -1,4 +1,4 @@
-"""DP: the Chu-Liu-Edmonds decoder against brute force, and the perceptron parser on planted sentences."""
+"""DP: the Chu-Liu-Edmonds and Eisner decoders against brute force, and the perceptron parser on planted sentences."""
 from __future__ import annotations
 
 import itertools
@@ -9,8 +9,9 @@ import pytest
 
 from baselines.driver import versions
 from baselines.persistence import load_model, save_model
-from baselines.tasks.dp import DpSentence, DpWord, MstParser, eojeol_attributes, targets
-from baselines.tasks.dp.trees import max_spanning_tree, tree_score
+from baselines.tasks.dp import (DpSentence, DpWord, MstParser, eojeol_attributes, is_head_final, is_projective,
+                                targets, tree_problem)
+from baselines.tasks.dp.trees import max_spanning_tree, projective_tree, tree_score
 
 
 def is_single_root_tree(heads) -> bool:
@@ -25,12 +26,20 @@ def is_single_root_tree(heads) -> bool:
     return sum(heads[d] == 0 for d in range(1, size)) == 1
 
 
-def brute_force_best(scores: np.ndarray) -> float:
+def crosses(heads) -> bool:
+    """Whether two arcs of the tree cross, by comparing every pair (the slow definition)."""
+    spans = [(min(h, d), max(h, d)) for d, h in enumerate(heads) if d > 0]
+    return any(a < c < b < e for a, b in spans for c, e in spans)
+
+
+def brute_force_best(scores: np.ndarray, projective: bool = False) -> float:
     size = scores.shape[0]
     best = -np.inf
     for heads in itertools.product(range(size), repeat=size - 1):
         heads = (0,) + heads
         if any(heads[d] == d for d in range(1, size)) or not is_single_root_tree(heads):
+            continue
+        if projective and crosses(heads):
             continue
         best = max(best, sum(scores[heads[d], d] for d in range(1, size)))
     return best
@@ -57,6 +66,38 @@ def test_decoder_can_return_a_non_projective_tree():
     scores[0, 4] = scores[4, 3] = 5.0
     scores[3, 1] = scores[4, 2] = 5.0
     assert list(max_spanning_tree(scores)) == [0, 3, 4, 4, 0]
+
+
+def test_projective_decoder_finds_the_best_projective_tree_on_small_cases():
+    rng = np.random.default_rng(13)
+    for _ in range(150):
+        size = int(rng.integers(2, 7))
+        scores = rng.normal(size=(size, size))
+        heads = projective_tree(scores)
+        assert is_single_root_tree(heads) and not crosses(heads)
+        assert tree_score(scores, heads) == pytest.approx(brute_force_best(scores, projective=True))
+
+
+def test_projective_decoder_avoids_forbidden_arcs_and_crossings():
+    scores = np.full((5, 5), -10.0)
+    scores[0, 4] = scores[4, 3] = 5.0
+    scores[3, 1] = scores[4, 2] = 5.0  # the crossing tree that Chu-Liu-Edmonds returns above
+    heads = projective_tree(scores)
+    assert not crosses(heads) and list(heads) != [0, 3, 4, 4, 0]
+    head_final = np.full((6, 6), -np.inf)
+    for dependent in range(1, 5):
+        head_final[dependent + 1:, dependent] = 1.0
+    head_final[0, 5] = 0.0
+    heads = projective_tree(head_final)
+    assert heads[5] == 0 and all(heads[d] > d for d in range(1, 5))
+
+
+def test_tree_shapes_agree_with_their_definitions():
+    for size in range(1, 6):
+        for heads in itertools.product(range(size + 1), repeat=size):
+            if tree_problem(list(heads)) is None:
+                assert is_projective(heads) == (not crosses((0,) + heads))
+                assert is_head_final(heads) == (heads[-1] == 0 and all(h > d for d, h in enumerate(heads[:-1], 1)))
 
 
 def planted_sentence(guid: str, nouns: list[str]) -> DpSentence:
@@ -159,3 +200,22 @@ def test_the_arc_scorer_shows_its_strongest_features_by_name():
     assert {float(model.weights_[index]) for index in named} >= set(
         weight for section in ("arc scorer: for an arc", "arc scorer: against an arc")
         for _name, weight in sections[section])
+
+
+def test_learnt_structure_keeps_predictions_to_the_training_trees_shape():
+    rng = np.random.default_rng(5)
+    train = [planted_sentence(f"p{i}", list(rng.choice(NOUNS, 3, replace=False))) for i in range(20)]
+    # Every training tree is head-final and projective; an untrained parser would attach anywhere.
+    test = [DpSentence("t", "a b c d e f", [DpWord(form, form, "NNG") for form in "abcdef"])]
+    shaped = MstParser(epochs=1, dimension=2 ** 16).fit(train, targets(train))
+    assert shaped.head_final_ and shaped.projective_
+    heads, _ = shaped.predict(test)[0]
+    assert is_head_final(heads) and is_projective(heads)
+    free = MstParser(epochs=1, dimension=2 ** 16, structure="free").fit(train, targets(train))
+    assert not free.head_final_ and not free.projective_
+    assert not is_head_final(free.predict(test)[0][0])  # so the shape above is the decoder's doing
+    # A training tree with a head on the left: the learnt shape is no longer head-final.
+    left = planted_sentence("left", ["학생", "책", "도서관"])
+    left.words[1].head = 1
+    mixed = MstParser(epochs=1, dimension=2 ** 16).fit(train + [left], targets(train + [left]))
+    assert not mixed.head_final_ and mixed.projective_

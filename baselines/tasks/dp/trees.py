@@ -76,3 +76,72 @@ def max_spanning_tree(scores: np.ndarray, single_root: bool = True) -> np.ndarra
 
 def tree_score(scores: np.ndarray, heads: np.ndarray) -> float:
     return float(scores[heads[1:], np.arange(1, len(heads))].sum())
+
+
+def projective_tree(scores: np.ndarray) -> np.ndarray:
+    """Heads (0 = root, entry 0 unused and set to 0) of the highest-scoring projective dependency tree with
+    exactly one root child (Eisner's O(n^3) dynamic programme), for scores[h, d] as in max_spanning_tree.
+    Arcs scored -inf are never chosen while a tree without them exists.
+
+    Charts over the words 1..n, indexed [start, end]: complete spans headed at their left end (right) or
+    right end (left), and incomplete spans whose ends are joined by an arc. The root then takes one word r
+    whose left-headed span covers 1..r and right-headed span covers r..n. Each span length is computed for
+    all starts at once with numpy."""
+    scores = np.asarray(scores, dtype=float)
+    size = scores.shape[0] - 1
+    heads = np.zeros(size + 1, dtype=int)
+    if size < 1:
+        return heads
+    words = scores[1:, 1:]  # words[i, j]: word i + 1 heads word j + 1
+    complete_left = np.full((size, size), -np.inf)  # [s, t] headed at t
+    complete_right = np.full((size, size), -np.inf)  # [s, t] headed at s
+    incomplete_left = np.full((size, size), -np.inf)  # arc t -> s
+    incomplete_right = np.full((size, size), -np.inf)  # arc s -> t
+    np.fill_diagonal(complete_left, 0.0)
+    np.fill_diagonal(complete_right, 0.0)
+    split_incomplete = np.zeros((size, size), dtype=int)
+    split_left = np.zeros((size, size), dtype=int)
+    split_right = np.zeros((size, size), dtype=int)
+    for length in range(1, size):
+        starts = np.arange(size - length)
+        ends = starts + length
+        offsets = np.arange(length)
+        # Incomplete: a right-headed span s..r and a left-headed span r+1..t, joined by an arc.
+        middle = starts[:, None] + offsets[None, :]
+        joined = complete_right[starts[:, None], middle] + complete_left[middle + 1, ends[:, None]]
+        best = joined.argmax(axis=1)
+        best_joined = joined[starts, best]
+        split_incomplete[starts, ends] = middle[starts, best]
+        incomplete_left[starts, ends] = best_joined + words[ends, starts]
+        incomplete_right[starts, ends] = best_joined + words[starts, ends]
+        # Complete, headed at t: a left-headed s..r, then the incomplete r..t (r < t).
+        joined = complete_left[starts[:, None], middle] + incomplete_left[middle, ends[:, None]]
+        best = joined.argmax(axis=1)
+        complete_left[starts, ends] = joined[starts, best]
+        split_left[starts, ends] = middle[starts, best]
+        # Complete, headed at s: the incomplete s..r, then a right-headed r..t (r > s).
+        middle = middle + 1
+        joined = incomplete_right[starts[:, None], middle] + complete_right[middle, ends[:, None]]
+        best = joined.argmax(axis=1)
+        complete_right[starts, ends] = joined[starts, best]
+        split_right[starts, ends] = middle[starts, best]
+    rooted = complete_left[0, :] + complete_right[:, size - 1] + scores[0, 1:]
+    root_child = int(rooted.argmax())
+    heads[root_child + 1] = 0
+    stack = [("complete_left", 0, root_child), ("complete_right", root_child, size - 1)]
+    while stack:
+        kind, start, end = stack.pop()
+        if start == end:
+            continue
+        if kind == "complete_left":
+            middle = split_left[start, end]
+            stack += [("complete_left", start, middle), ("incomplete_left", middle, end)]
+        elif kind == "complete_right":
+            middle = split_right[start, end]
+            stack += [("incomplete_right", start, middle), ("complete_right", middle, end)]
+        else:
+            head, dependent = (end, start) if kind == "incomplete_left" else (start, end)
+            heads[dependent + 1] = head + 1
+            middle = split_incomplete[start, end]
+            stack += [("complete_right", start, middle), ("complete_left", middle + 1, end)]
+    return heads
