@@ -1,8 +1,10 @@
-"""Features of a sentence pair (STS and NLI): overlaps, length ratios, soft alignment, negation and number cues."""
+"""Features of a sentence pair (STS, NLI): overlaps, soft alignment, cue mismatches, what a hypothesis adds."""
 from __future__ import annotations
 
+from features.analysis import neighbours
 from features.morphemes import Analysis
-from features.vectorize import morpheme_tokens
+from features.tags import to_sejong
+from features.vectorize import morpheme_tokens, neighbour_queries
 
 # Morphemes that negate or forbid (안/못 + predicate, -지 않다/못하다/말다, 없다, 아니다, 금지, 불가).
 NEGATION_FORMS = frozenset({"않", "안", "못", "없", "아니", "말", "금지", "불가", "불가능", "아무"})
@@ -81,4 +83,56 @@ def overlap_features(first: Analysis, second: Analysis) -> dict[str, float]:
         features[f"{name}_in_1"] = float(bool(cues_1))
         features[f"{name}_in_2"] = float(bool(cues_2))
         features[f"{name}_mismatch"] = float(cues_1 != cues_2)
+    return features
+
+
+def hypothesis_marks(premise: Analysis, hypothesis: Analysis) -> dict[str, float]:
+    """What the hypothesis adds, and where: each of its morphemes ('form/TAG') marked 'in:' when the premise
+    has it, else 'out:'; each pair of neighbouring marks where one is new ('in' standing for any kept one);
+    how many are new (8 = 8 or more); its last predicate or noun, marked; and its last four morphemes, where
+    Korean puts negation, tense and mood."""
+    premise_tokens = set(morpheme_tokens(premise))
+    tokens = morpheme_tokens(hypothesis)
+    marks = [("in:" if token in premise_tokens else "out:") + token for token in tokens]
+    features = {mark: 1.0 for mark in marks}
+    sequence = [mark if mark.startswith("out:") else "in" for mark in marks]
+    features.update({f"next={first}_{second}": 1.0 for first, second in zip(sequence, sequence[1:])
+                     if (first, second) != ("in", "in")})
+    features[f"new_count={min(sum(mark.startswith('out:') for mark in marks), 8)}"] = 1.0
+    anchors = [token for token in tokens if token.rsplit("/", 1)[-1] in ANCHOR_TAGS]
+    if anchors:
+        side = "in" if anchors[-1] in premise_tokens else "out"
+        features[f"last_anchor_{side}"] = 1.0
+        features[f"last_anchor={side}:{anchors[-1]}"] = 1.0
+    features["tail=" + " ".join(tokens[-4:])] = 1.0
+    return features
+
+
+ANCHOR_TAGS = frozenset({"VV", "VA", "NNG", "NNP", "XR"})  # what a Korean sentence's last content word can be
+
+
+def neighbour_alignment(premise: Analysis, hypothesis: Analysis, top_n: int) -> dict[str, float]:
+    """Each content morpheme of the hypothesis that the premise lacks, aligned to the premise morpheme that
+    is nearest to it among its top_n neighbours in Kiwi's language model (설립 to 창립): 'aligned=' and the
+    pair 'substituted=hypothesis|premise' (a learnt lexicon of paraphrases and antonyms), or 'unaligned='
+    where none is near; how many are unaligned (5 = 5 or more) and the least similarity of an aligned pair
+    (1 when there is none). Look the neighbours up in batches first (prefetch_neighbours)."""
+    in_premise = set(zip(premise.forms, premise.tags))
+    queries = [query for query in neighbour_queries(hypothesis) if query not in in_premise]
+    found = neighbours(queries, top_n)
+    features, similarities, unaligned = {}, [], 0
+    for form, tag in queries:
+        token = f"{form}/{to_sejong(tag)}"
+        near = [(score, near_form) for near_form, near_tag, score in found[(form, tag)]
+                if (near_form, near_tag) in in_premise]
+        if not near:
+            unaligned += 1
+            features[f"unaligned={token}"] = 1.0
+            continue
+        score, partner = max(near)
+        features[f"aligned={token}"] = 1.0
+        features[f"substituted={form}|{partner}"] = 1.0
+        similarities.append(score)
+    features[f"unaligned_count={min(unaligned, 5)}"] = 1.0
+    features["least_aligned_similarity"] = min(similarities) if similarities else 1.0
     return features

@@ -16,6 +16,7 @@ from features import align
 from features.analysis import MorphemeAnalyzer, analyze
 from features.cache import CacheWarning
 from features.morphemes import Analysis, eojeol_spans
+from features.pairs import hypothesis_marks, neighbour_alignment
 from baselines.tasks.mrc.passages import matched_share, sentence_ids
 from features.tags import to_sejong
 from features.vectorize import Analyse, CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, morpheme_tokens
@@ -242,3 +243,27 @@ def test_sentences_end_at_final_punctuation_without_a_space_but_not_inside_numbe
     for index, sentence in enumerate(ids):
         by_sentence.setdefault(sentence, []).append(analysis.surfaces[index])
     assert "".join(by_sentence[0]).startswith("값은3.5이다") and len(by_sentence) == 3
+
+
+def test_hypothesis_marks_say_which_morphemes_are_new_and_where():
+    premise, hypothesis = analyze(["그 회사는 1990년에 설립되었다.", "그 회사는 1990년에 설립되지 않았다."])
+    marks = hypothesis_marks(premise, hypothesis)
+    assert marks["in:회사/NNG"] == marks["in:설립/NNG"] == marks["out:않/VX"] == 1.0
+    assert "out:회사/NNG" not in marks and "in:않/VX" not in marks
+    assert marks["new_count=2"] == 1.0 and marks["next=out:지/EC_out:않/VX"] == 1.0
+    assert not any(name.startswith("next=in_in") for name in marks)
+    assert marks["last_anchor=in:설립/NNG"] == 1.0 and marks["tail=않/VX 었/EP 다/EF ./SF"] == 1.0
+    same = hypothesis_marks(premise, premise)
+    assert same["new_count=0"] == 1.0 and not any(name.startswith("out:") for name in same)
+
+
+def test_neighbour_alignment_pairs_a_new_word_with_its_nearest_premise_word():
+    premise, paraphrase, unrelated = analyze(["그 회사는 1990년에 설립되었다.", "그 회사는 1990년에 창립되었다.",
+                                              "그 회사는 1990년에 파산했다."])
+    aligned = neighbour_alignment(premise, paraphrase, 20)
+    assert aligned["substituted=창립|설립"] == 1.0 and aligned["aligned=창립/NNG"] == 1.0
+    assert aligned["unaligned_count=0"] == 1.0 and 0 < aligned["least_aligned_similarity"] < 1
+    apart = neighbour_alignment(premise, unrelated, 20)
+    assert apart["unaligned=파산/NNG"] == 1.0 and apart["unaligned_count=1"] == 1.0
+    assert apart["least_aligned_similarity"] == 1.0  # nothing aligned
+    assert neighbour_alignment(premise, premise, 20) == {"unaligned_count=0": 1.0, "least_aligned_similarity": 1.0}

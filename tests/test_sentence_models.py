@@ -92,6 +92,20 @@ def test_inference_classifier_learns_planted_negation_and_addition():
     assert list(model.predict(test)) == ["entailment", "contradiction", "neutral"]
 
 
+def test_inference_classifier_stacks_a_booster_on_out_of_fold_probabilities():
+    records = planted_pairs()
+    labels = [r.label for r in records]
+    alone = InferenceClassifier(C=5.0, min_df=1, stack_folds=0).fit(records, labels)
+    stacked = InferenceClassifier(C=5.0, min_df=1, stack_folds=3).fit(records, labels)
+    assert alone.stacker_ is None and stacked.stacker_ is not None
+    assert np.allclose(alone.predict_proba(records), stacked.classifier_.predict_proba(
+        stacked._explained_matrix(records)))
+    assert not np.allclose(stacked.predict_proba(records), alone.predict_proba(records))
+    assert list(stacked.predict(records)) == labels
+    with pytest.raises(ValueError, match="stack_folds=7 needs at least 7 premises, got 6"):
+        InferenceClassifier(min_df=1, stack_folds=7).fit(records, labels)
+
+
 def test_similarity_regressor_orders_planted_pairs():
     rng = random.Random(0)
     sentences = PREMISES + ["날씨가 맑아서 산책하기 좋았다.", "가격이 비싸지만 서비스가 훌륭했다.", "그는 매일 아침 운동을 한다."]
