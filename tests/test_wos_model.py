@@ -1,4 +1,4 @@
-"""WoS tracker: value normalisation, value finding, carry-over, a planted yes/no slot, persistence."""
+"""WoS tracker: value normalisation, value finding, carry-over, a planted yes/no slot, context, persistence."""
 from __future__ import annotations
 
 import random
@@ -7,8 +7,9 @@ import pytest
 
 from baselines.driver import versions
 from baselines.persistence import load_model, save_model
-from baselines.tasks.wos import (DialogueStateTracker, ValueFinder, WosDialogue, WosTurn, normalize_count,
-                                 normalize_nights, normalize_time, referenced_value, slot_dict, targets)
+from baselines.tasks.wos import (CONTEXTS, DialogueStateTracker, ValueFinder, WosDialogue, WosTurn, gate_tokens,
+                                 normalize_count, normalize_nights, normalize_time, referenced_value, slot_dict,
+                                 targets)
 
 
 @pytest.mark.parametrize("written, expected", [
@@ -21,6 +22,7 @@ def test_times(written, expected):
 
 @pytest.mark.parametrize("written, expected", [
     ("두명 예약", ["2"]), ("2명이요", ["2"]), ("열 사람", ["10"]), ("다섯명 갈거에요", ["5"]), ("명동에서", []),
+    ("혼자 갈 거예요", ["1"]),
 ])
 def test_head_counts(written, expected):
     assert normalize_count(written) == expected
@@ -46,6 +48,7 @@ def test_value_finder_ignores_spacing_and_tells_origin_from_destination():
     assert found["식당-지역"] == found["숙소-지역"] == ["서울 동쪽"]  # the gates decide which one is meant
     assert found["택시-출발지"] == ["잠실역"] and found["택시-도착지"] == ["왕십리역"]
     assert found["식당-예약 시간"] == ["23:20"]
+    assert finder.find("서쪽에 있는 곳이요")["식당-지역"] == ["서울 서쪽"]  # all the dialogues are in Seoul
 
 
 def test_references_to_other_domains():
@@ -85,3 +88,35 @@ def test_tracker_learns_a_planted_yes_no_slot_carries_state_and_persists(tmp_pat
     save_model(tmp_path / "wos.joblib", model, "wos", "rules-lr", [train_file], versions())
     loaded, _ = load_model(tmp_path / "wos.joblib", "wos", versions())
     assert loaded.predict(test) == predicted
+
+
+def domain_then_dontcare(count: int, seed: int) -> list[WosDialogue]:
+    """A user asks for a restaurant or a hotel, then answers the region question with '상관없어요' alone:
+    which slot is dontcare only the earlier user turn tells."""
+    rng = random.Random(seed)
+    dialogues = []
+    for index in range(count):
+        domain, asked = rng.choice([("식당", "식당을 찾고 있어요."), ("숙소", "숙소를 찾고 있어요.")])
+        state = [f"{domain}-지역-dontcare"]
+        turns = [WosTurn("user", asked, []), WosTurn("sys", "지역은 어디로 할까요?"),
+                 WosTurn("user", "상관없어요.", state)]
+        dialogues.append(WosDialogue(f"d{seed}-{index}", turns))
+    return dialogues
+
+
+def test_gate_tokens_grow_with_the_context():
+    turns = [{"tokens": {"turn": ["U:a"], "previous": ["P:b"], "history": ["H:b", "H:c"]}}]
+    assert [gate_tokens(turns, context)[0] for context in CONTEXTS] == [
+        ["U:a"], ["U:a", "P:b"], ["U:a", "P:b", "H:b", "H:c"]]
+
+
+def test_the_earlier_user_turn_tells_which_domain_a_bare_dontcare_is_for():
+    ontology = {"식당-지역": ["none", "dontcare", "서울 동쪽"], "숙소-지역": ["none", "dontcare", "서울 동쪽"]}
+    train, test = domain_then_dontcare(60, seed=3), domain_then_dontcare(20, seed=4)
+    expected = [[sorted(turn.state) for turn in dialogue.user_turns] for dialogue in test]
+    blind = DialogueStateTracker(ontology=ontology, context="turn", none_threshold=0.5).fit(train, targets(train))
+    seeing = DialogueStateTracker(ontology=ontology, context="previous", none_threshold=0.5).fit(train, targets(train))
+    assert seeing.predict(test) == expected
+    assert blind.predict(test) != expected
+    chosen = DialogueStateTracker(ontology=ontology, context=None, none_threshold=0.5).fit(train, targets(train))
+    assert chosen.context_ in ("previous", "history") and chosen.threshold_ == 0.5

@@ -21,7 +21,7 @@ from baselines import scoring
 from baselines.dataio import DataError, guid_of, read_json, require, require_list
 from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_row, records_from
 from baselines.explain import linear_top_features
-from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval
+from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, StrOptions
 from baselines.report import Comparison, precision_recall_rows
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 from features.analysis import analyze
@@ -164,7 +164,8 @@ _HEADS = re.compile(r"(\d+|" + "|".join(sorted(_KOREAN_NUMBERS, key=len, reverse
 _NIGHTS = re.compile(r"(\d+|" + "|".join(_DAY_COUNTS) + r")\s*(?:박|일(?![0-9])|밤)|("
                      + "|".join(_DAY_COUNTS) + ")")
 # Ways of writing an ontology value that string matching would miss.
-_SYNONYMS = {"비싸": "비싼", "에어비앤비": "에어비엔비"}
+_SYNONYMS = {"비싸": "비싼", "에어비앤비": "에어비엔비", "북쪽": "서울 북쪽", "남쪽": "서울 남쪽", "동쪽": "서울 동쪽",
+             "서쪽": "서울 서쪽"}  # the dialogues are all in Seoul: '북쪽에 위치한' is 서울 북쪽
 # Slots whose value is a place: which of two places is which depends on the particle after it.
 _ORIGIN_SLOTS = ("택시-출발지", "지하철-출발지")
 _DESTINATION_SLOTS = ("택시-도착지", "지하철-도착지")
@@ -189,8 +190,9 @@ def normalize_time(text: str) -> list[str]:
 
 
 def normalize_count(text: str) -> list[str]:
-    """Head counts: '두명' -> '2', '2명' -> '2', '열 사람' -> '10'."""
-    return [str(_KOREAN_NUMBERS.get(m.group(1), m.group(1))).lstrip("0") or "0" for m in _HEADS.finditer(text)]
+    """Head counts: '두명' -> '2', '2명' -> '2', '열 사람' -> '10', '혼자' -> '1'."""
+    alone = ["1"] if "혼자" in text else []
+    return alone + [str(_KOREAN_NUMBERS.get(m.group(1), m.group(1))).lstrip("0") or "0" for m in _HEADS.finditer(text)]
 
 
 def normalize_nights(text: str) -> list[str]:
@@ -305,27 +307,44 @@ def gate_label(value: str | None) -> str:
     return value if value in (DONTCARE, "yes", "no") else VALUE
 
 
+CONTEXTS = ("turn", "previous", "history")  # what a gate sees of the earlier user turns, least first
+
+
+def gate_tokens(turns: list[dict], context: str) -> list[list[str]]:
+    """Each turn's gate tokens with the given context (see DialogueStateTracker)."""
+    parts = CONTEXTS[:CONTEXTS.index(context) + 1]
+    return [[token for part in parts for token in turn["tokens"][part]] for turn in turns]
+
+
 class DialogueStateTracker(TaskModel, BaseEstimator):
     """Per user turn, a gate per slot (logistic regression on morpheme n-grams of the turn, the system
-    turn before it, and which slots the rules found values for) says whether the slot is set and to
-    dontcare/yes/no/a value; a value comes from the rules (the turn, then the system turn, then references
-    to other domains). The state carries over; a later value replaces an earlier one.
+    turn before it, which slots the rules found values for, and with ``context`` the user's earlier turns)
+    says whether the slot is set and to dontcare/yes/no/a value; a value comes from the rules (the turn,
+    then the system turn, then references to other domains). The state carries over; a later value
+    replaces an earlier one.
 
     A gate answers 'none' only when that has at least ``none_threshold`` probability: the gates see far
-    more 'none' than anything else, so a plain argmax misses most updates. With ``none_threshold=None``
-    it is chosen among THRESHOLDS by joint goal accuracy in a cross-validation over the training
-    dialogues.
+    more 'none' than anything else, so a plain argmax misses most updates. What is left None of
+    ``none_threshold`` (among THRESHOLDS) and ``context`` (among CONTEXTS) is chosen by joint goal accuracy
+    in a cross-validation over the training dialogues.
 
     Parameters
     ----------
     ontology : dict or None
         'domain-slot' -> values (the official ontology.json); values seen in the training states are added.
     C : float
-        Inverse L2 strength of the gates.
+        Inverse L2 strength of the gates. 64 and context 'history' by 3-fold CV over the dialogues
+        (results/tuning/wos-rules-lr-context-c.json: joint goal accuracy 23.68 at C=4 without context,
+        31.53 at 64 with the history).
     none_threshold : float in (0, 1) or None
         See above; None chooses it by cross-validation.
+    context : 'turn', 'previous', 'history' or None
+        What a gate sees of the user's earlier turns: nothing ('turn'), the content morphemes of the
+        previous user turn ('previous'), or those and the content morphemes of every earlier user turn
+        ('history': which domain the talk is about, when a turn says only '상관없어요'). None chooses it
+        by the cross-validation that chooses none_threshold.
     selection_folds : int
-        Folds over the training dialogues for choosing none_threshold.
+        Folds over the training dialogues for choosing none_threshold and context.
     min_df : int
         A turn n-gram must occur in this many training turns.
     n_jobs : int
@@ -339,6 +358,8 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
     slots_ : list of str
     threshold_ : float
         The none_threshold in use.
+    context_ : str
+        The context in use.
     vectorizer_ : TfidfVectorizer
     gates_ : dict
         slot -> its fitted gate (or the one label it always had in training).
@@ -352,17 +373,20 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
 
     _parameter_constraints = {
         "ontology": [dict, None], "C": [POSITIVE], "none_threshold": [Interval(Real, 0, 1, closed="neither"), None],
+        "context": [StrOptions(set(CONTEXTS)), None],
         "selection_folds": [Interval(Integral, 2, None, closed="left")], "min_df": [AT_LEAST_ONE],
         "n_jobs": [AT_LEAST_ONE, None], "random_state": [SEED],
     }
 
     THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 
-    def __init__(self, ontology: dict | None = None, C: float = 4.0, none_threshold: float | None = None,
-                 selection_folds: int = 2, min_df: int = 2, n_jobs: int | None = 2, random_state: int = 0):
+    def __init__(self, ontology: dict | None = None, C: float = 64.0, none_threshold: float | None = None,
+                 context: str | None = "history", selection_folds: int = 2, min_df: int = 2, n_jobs: int | None = 2,
+                 random_state: int = 0):
         self.ontology = ontology
         self.C = C
         self.none_threshold = none_threshold
+        self.context = context
         self.selection_folds = selection_folds
         self.min_df = min_df
         self.n_jobs = n_jobs
@@ -370,12 +394,13 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
 
     def _documents(self, records: Sequence[WosDialogue]) -> list[dict]:
         """One entry per user turn, in order: the dialogue index, the texts, the values the rules find in
-        the turn and in the system turn before it, and the gate's tokens."""
+        the turn and in the system turn before it, and the gate's tokens: of the turn itself, of the previous
+        user turn ('P:'), and of all earlier user turns ('H:')."""
         texts = [turn.text for record in records for turn in record.turns]
         analyses = iter(analyze(texts))
         turns = []
         for index, record in enumerate(records):
-            system, system_analysis = None, None
+            system, system_analysis, previous, history = None, None, [], set()
             for turn in record.turns:
                 analysis = next(analyses)
                 if turn.role == "sys":
@@ -387,8 +412,11 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
                 if system_analysis is not None:
                     tokens += ["S:" + token for token in morpheme_tokens(system_analysis)]
                 tokens += [f"F:{slot}" for slot in found_user] + [f"FS:{slot}" for slot in found_system]
+                content = morpheme_tokens(analysis, content_only=True)
                 turns.append({"dialogue": index, "text": turn.text, "user": found_user, "system": found_system,
-                              "tokens": tokens})
+                              "tokens": {"turn": tokens, "previous": ["P:" + token for token in previous],
+                                         "history": ["H:" + token for token in sorted(history)]}})
+                previous, history = content, history | set(content)
         return turns
 
     def _fit_gates(self, documents: list[list[str]], labels: dict[str, list[str]]) -> tuple:
@@ -421,27 +449,36 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
             updates = turn_updates({} if first else states[number - 1], states[number])
             for slot in self.slots_:
                 labels[slot].append(gate_label(updates.get(slot)))
-        self.threshold_ = self.none_threshold if self.none_threshold is not None else \
-            self._select_threshold(turns, states, labels)
-        self.vectorizer_, self.gates_ = self._fit_gates([t["tokens"] for t in turns], labels)
+        self.context_, self.threshold_ = self._select_settings(turns, states, labels)
+        self.vectorizer_, self.gates_ = self._fit_gates(gate_tokens(turns, self.context_), labels)
         return self
 
-    def _select_threshold(self, turns: list[dict], states: list[dict], labels: dict[str, list[str]]) -> float:
-        """The THRESHOLDS value with the best joint goal accuracy on held-out training dialogues."""
+    def _select_settings(self, turns: list[dict], states: list[dict],
+                         labels: dict[str, list[str]]) -> tuple[str, float]:
+        """The context and none threshold (those not given) with the best joint goal accuracy on held-out
+        training dialogues; among ties, the first in CONTEXTS and THRESHOLDS order."""
+        contexts = CONTEXTS if self.context is None else (self.context,)
+        thresholds = self.THRESHOLDS if self.none_threshold is None else (self.none_threshold,)
+        if len(contexts) == len(thresholds) == 1:
+            return contexts[0], float(thresholds[0])
         dialogues = np.array([turn["dialogue"] for turn in turns])
-        folds = GroupKFold(n_splits=min(self.selection_folds, len(set(dialogues))))
-        correct = np.zeros(len(self.THRESHOLDS))
-        for inner_train, inner_test in folds.split(turns, groups=dialogues):
-            vectorizer, gates = self._fit_gates([turns[i]["tokens"] for i in inner_train],
-                                                {slot: [values[i] for i in inner_train]
-                                                 for slot, values in labels.items()})
-            held_out = [turns[i] for i in inner_test]
-            probabilities = self._gate_probabilities(vectorizer, gates, held_out)
-            for column, threshold in enumerate(self.THRESHOLDS):
-                predicted = self._decode(held_out, self._decisions(gates, probabilities, threshold,
-                                                                   len(held_out)))
-                correct[column] += sum(slot_dict(p) == states[i] for p, i in zip(predicted, inner_test))
-        return float(self.THRESHOLDS[int(np.argmax(correct))])
+        folds = list(GroupKFold(n_splits=min(self.selection_folds, len(set(dialogues)))).split(turns,
+                                                                                               groups=dialogues))
+        correct = np.zeros((len(contexts), len(thresholds)))
+        for row, context in enumerate(contexts):
+            documents = gate_tokens(turns, context)
+            for inner_train, inner_test in folds:
+                vectorizer, gates = self._fit_gates([documents[i] for i in inner_train],
+                                                    {slot: [values[i] for i in inner_train]
+                                                     for slot, values in labels.items()})
+                held_out = [turns[i] for i in inner_test]
+                probabilities = self._gate_probabilities(vectorizer, gates, [documents[i] for i in inner_test])
+                for column, threshold in enumerate(thresholds):
+                    predicted = self._decode(held_out, self._decisions(gates, probabilities, threshold,
+                                                                       len(held_out)))
+                    correct[row, column] += sum(slot_dict(p) == states[i] for p, i in zip(predicted, inner_test))
+        row, column = np.unravel_index(int(np.argmax(correct)), correct.shape)
+        return contexts[row], float(thresholds[column])
 
     @staticmethod
     def _ontology_from(y, known: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -453,9 +490,9 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
         return {slot: sorted(values) for slot, values in ontology.items()}
 
     @staticmethod
-    def _gate_probabilities(vectorizer, gates: dict, turns: list[dict]) -> dict:
-        """slot -> (classes, probabilities of every turn), all turns at once."""
-        features = vectorizer.transform([turn["tokens"] for turn in turns])
+    def _gate_probabilities(vectorizer, gates: dict, documents: list[list[str]]) -> dict:
+        """slot -> (classes, probabilities of every turn), all turns' gate tokens at once."""
+        features = vectorizer.transform(documents)
         return {slot: (list(gate.classes_), gate.predict_proba(features)) for slot, gate in gates.items()
                 if not isinstance(gate, str)}
 
@@ -519,7 +556,7 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
         predictions: list[list[list[str]]] = [[] for _ in records]
         if not turns:
             return predictions
-        probabilities = self._gate_probabilities(self.vectorizer_, self.gates_, turns)
+        probabilities = self._gate_probabilities(self.vectorizer_, self.gates_, gate_tokens(turns, self.context_))
         decisions = self._decisions(self.gates_, probabilities, self.threshold_, len(turns))
         for turn, state in zip(turns, self._decode(turns, decisions)):
             predictions[turn["dialogue"]].append(state)
@@ -528,6 +565,7 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
 
 def _identity(tokens: list[str]) -> list[str]:
     return tokens
+
 
 
 def state_tracker(random_state: int = 0, resources: dict | None = None) -> DialogueStateTracker:
