@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+from joblib import Parallel, delayed
 from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.dummy import DummyClassifier
@@ -14,6 +15,7 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
+from threadpoolctl import threadpool_limits
 
 from baselines import hf, scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
@@ -155,6 +157,9 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
     stack_folds : int
         Folds (whole premises in each) of the out-of-fold probabilities that the gradient boosting stage
         learns from; 0 or 1: the logistic regression decides alone.
+    n_jobs : int or None
+        Processes that fit the logistic regression and its out-of-fold copies (the same models in any
+        number; None is one).
     max_iter : int
     random_state : int
 
@@ -180,13 +185,13 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
     _parameter_constraints = {
         "C": [POSITIVE], "ngram_range": [NGRAM_RANGE], "char_ngrams": [NGRAM_RANGE, None], "min_df": [AT_LEAST_ONE],
         "cross_weight": [NON_NEGATIVE], "marks": ["boolean"], "neighbours": [COUNT], "stack_folds": [COUNT],
-        "max_iter": [AT_LEAST_ONE], "random_state": [SEED],
+        "n_jobs": [AT_LEAST_ONE, None], "max_iter": [AT_LEAST_ONE], "random_state": [SEED],
     }
 
     def __init__(self, C: float = 0.25, ngram_range: tuple[int, int] = (1, 2),
                  char_ngrams: tuple[int, int] | None = None, min_df: int = 2, cross_weight: float = 1.0,
-                 marks: bool = True, neighbours: int = 20, stack_folds: int = 3, max_iter: int = 500,
-                 random_state: int = 0):
+                 marks: bool = True, neighbours: int = 20, stack_folds: int = 3, n_jobs: int | None = 2,
+                 max_iter: int = 500, random_state: int = 0):
         self.C = C
         self.ngram_range = ngram_range
         self.char_ngrams = char_ngrams
@@ -195,6 +200,7 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
         self.marks = marks
         self.neighbours = neighbours
         self.stack_folds = stack_folds
+        self.n_jobs = n_jobs
         self.max_iter = max_iter
         self.random_state = random_state
 
@@ -250,16 +256,21 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
                              f"got {premises}")
         features, dense = self._matrices(records, fit=True)
         gold = np.asarray(y)
-        self.classifier_ = self._regression().fit(features, gold)
+        # The booster must learn from probabilities like those of unseen pairs: out of fold, with each
+        # premise's hypotheses in one fold (a premise's three hypotheses share most of their words).
+        splits = list(GroupKFold(self.stack_folds).split(features, gold, [r.premise for r in records])
+                      if self.stack_folds >= 2 else [])
+        # The full fit and the fold fits are independent: processes, since L-BFGS holds the GIL (measured on
+        # the 24,998 training pairs: 93 s for the four one after another or in threads, 50 s in 2 processes).
+        fitted = Parallel(n_jobs=self.n_jobs)(delayed(_fit_on_one_blas_thread)(self._regression(), matrix, labels)
+                                              for matrix, labels in [(features, gold)]
+                                              + [(features[train], gold[train]) for train, _ in splits])
+        self.classifier_ = fitted[0]
         self.classes_ = self.classifier_.classes_
         self.stacker_ = None
-        if self.stack_folds >= 2:
-            # The booster must learn from probabilities like those of unseen pairs: out of fold, with each
-            # premise's hypotheses in one fold (a premise's three hypotheses share most of their words).
+        if splits:
             out_of_fold = np.zeros((len(records), len(self.classes_)))
-            splits = GroupKFold(self.stack_folds).split(features, gold, [r.premise for r in records])
-            for train_rows, held_out in splits:
-                fold_model = self._regression().fit(features[train_rows], gold[train_rows])
+            for fold_model, (_train, held_out) in zip(fitted[1:], splits):
                 columns = np.searchsorted(self.classes_, fold_model.classes_)
                 out_of_fold[np.ix_(held_out, columns)] = fold_model.predict_proba(features[held_out])
             self.stacker_ = HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05,
@@ -289,6 +300,14 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
     def predict(self, X: Sequence) -> np.ndarray:
         probabilities = self.predict_proba(X)
         return self.classes_[probabilities.argmax(axis=1)]
+
+
+def _fit_on_one_blas_thread(model: LogisticRegression, features, labels) -> LogisticRegression:
+    """model.fit with BLAS on one thread: the sums then run in one order whatever the process, the number of
+    jobs or of cores, so the models are the same (on the full NLI train file, a 2-thread BLAS in the calling
+    process and 1-thread BLAS in a worker gave dev accuracies 0.34 apart, through the boosting stage)."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        return model.fit(features, labels)
 
 
 def inference_classifier(random_state: int = 0, resources: dict | None = None) -> InferenceClassifier:
