@@ -15,13 +15,14 @@ import click
 from baselines import bench as bench_module
 from baselines import api, datafiles, driver, parallel, reproduce, results, tuning
 from baselines.dataio import DataError, check_output_file, check_output_folder, write_json_atomic
+from baselines.estimators import TrainingDataError
 from baselines.persistence import ModelFileError
 from baselines.registry import TASK_CODES, all_tasks, get_task
 from baselines.taskspec import PredictionError
 from features import analysis
 
 KNOWN_ERRORS = (DataError, PredictionError, ModelFileError, datafiles.DownloadError, driver.UsageError,
-                parallel.BackendError, results.SampleOverResults)
+                parallel.BackendError, results.SampleOverResults, TrainingDataError)
 
 
 def friendly_errors(command: Callable) -> Callable:

@@ -30,6 +30,11 @@ def records_from(X: Sequence, record_type: type, build: Callable[[Any, str, str]
     return records
 
 
+class TrainingDataError(ValueError):
+    """The training data is too small for a hyper-parameter's setting (more folds than groups, say): the
+    command line shows it as one error line."""
+
+
 class TaskModel:
     """Mixin for the task models, left of ClassifierMixin/RegressorMixin and BaseEstimator.
 

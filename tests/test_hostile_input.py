@@ -359,6 +359,11 @@ def test_bad_option_values_are_refused_before_any_work(args, message):
     assert "Error:" in result.output and message in result.output, result.output
 
 
+def test_more_stacking_folds_than_premises_is_one_error_line():
+    line = refused("run", "nli", "--param", "stack_folds=1000", "--param", "neighbours=0")
+    assert "stack_folds=1000 needs at least 1000 premises in the training data" in line
+
+
 # 5. Text and trees.
 
 def test_a_lone_surrogate_is_replaced_with_a_warning_and_the_batch_survives(tmp_path):

@@ -104,7 +104,7 @@ def test_inference_classifier_stacks_a_booster_on_out_of_fold_probabilities():
     assert list(stacked.predict(records)) == labels
     serial = InferenceClassifier(C=5.0, min_df=1, stack_folds=3, n_jobs=1).fit(records, labels)
     assert np.array_equal(serial.predict_proba(records), stacked.predict_proba(records))  # 2 processes: the same
-    with pytest.raises(ValueError, match="stack_folds=7 needs at least 7 premises, got 6"):
+    with pytest.raises(ValueError, match="stack_folds=7 needs at least 7 premises in the training data, got 6"):
         InferenceClassifier(min_df=1, stack_folds=7).fit(records, labels)
 
 

@@ -19,7 +19,7 @@ from threadpoolctl import threadpool_limits
 
 from baselines import hf, scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
-from baselines.estimators import TaskModel, plain_pair, records_from
+from baselines.estimators import TaskModel, TrainingDataError, plain_pair, records_from
 from baselines.explain import LinearExplanation
 from baselines.params import AT_LEAST_ONE, COUNT, NGRAM_RANGE, NON_NEGATIVE, POSITIVE, SEED
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
@@ -252,8 +252,8 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
         records = self._fit_records(X)
         premises = len({r.premise for r in records})
         if self.stack_folds >= 2 and premises < self.stack_folds:
-            raise ValueError(f"stack_folds={self.stack_folds} needs at least {self.stack_folds} premises, "
-                             f"got {premises}")
+            raise TrainingDataError(f"stack_folds={self.stack_folds} needs at least {self.stack_folds} premises "
+                                    f"in the training data, got {premises}")
         features, dense = self._matrices(records, fit=True)
         gold = np.asarray(y)
         # The booster must learn from probabilities like those of unseen pairs: out of fold, with each
