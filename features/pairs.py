@@ -86,6 +86,9 @@ def overlap_features(first: Analysis, second: Analysis) -> dict[str, float]:
     return features
 
 
+ANCHOR_TAGS = frozenset({"VV", "VA", "NNG", "NNP", "XR"})  # what a Korean sentence's last content word can be
+
+
 def hypothesis_marks(premise: Analysis, hypothesis: Analysis) -> dict[str, float]:
     """What the hypothesis adds, and where: each of its morphemes ('form/TAG') marked 'in:' when the premise
     has it, else 'out:'; each pair of neighbouring marks where one is new ('in' standing for any kept one);
@@ -106,9 +109,6 @@ def hypothesis_marks(premise: Analysis, hypothesis: Analysis) -> dict[str, float
         features[f"last_anchor={side}:{anchors[-1]}"] = 1.0
     features["tail=" + " ".join(tokens[-4:])] = 1.0
     return features
-
-
-ANCHOR_TAGS = frozenset({"VV", "VA", "NNG", "NNP", "XR"})  # what a Korean sentence's last content word can be
 
 
 def neighbour_alignment(premise: Analysis, hypothesis: Analysis, top_n: int) -> dict[str, float]:
