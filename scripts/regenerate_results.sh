@@ -25,6 +25,7 @@ MRC_DEV=$KLUE/klue-mrc-v1.1/klue-mrc-v1.1_dev.partial1350.json
 klue-baselines -q run mrc --dev $MRC_DEV --cv 5 --model trivial
 klue-baselines -q $(fresh mrc) run mrc --dev $MRC_DEV --cv 5
 klue-baselines -q $(fresh mrc) run mrc --dev $MRC_DEV --cv 5 --param abstain=false
+klue-baselines -q $(fresh mrc) run mrc --dev $MRC_DEV --cv 5 --param ner_train=$NER_TRAIN
 WOS_DEV=$KLUE/wos-v1.1/wos-v1.1_dev.first700.json
 klue-baselines -q run wos --dev $WOS_DEV --cv 5 --model trivial
 klue-baselines -q $(fresh wos) run wos --dev $WOS_DEV --cv 5 --jobs 2

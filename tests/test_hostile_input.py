@@ -364,6 +364,14 @@ def test_more_stacking_folds_than_premises_is_one_error_line():
     assert "stack_folds=1000 needs at least 1000 premises in the training data" in line
 
 
+def test_a_missing_or_wrong_ner_file_for_the_mrc_reader_is_one_error_line(tmp_path):
+    line = refused("run", "mrc", "--param", f"ner_train={tmp_path / 'absent.tsv'}")
+    assert "absent.tsv" in line and "no such file" in line
+    not_ner = sample_dir() / "klue-mrc-v1.1" / "klue-mrc-v1.1_train.json"
+    line = refused("run", "mrc", "--param", f"ner_train={not_ner}")
+    assert "klue-mrc-v1.1_train.json" in line
+
+
 # 5. Text and trees.
 
 def test_a_lone_surrogate_is_replaced_with_a_warning_and_the_batch_survives(tmp_path):

@@ -29,7 +29,8 @@ def predict(model, records: Sequence[MrcQuestion]) -> list[dict]:
         answer, start = (reading.best_span, reading.best_start) if reading.answered else ("", 0)
         rows.append({"guid": record.guid, "answer": answer, "start": start, "end": start + len(answer),
                      "best_span": reading.best_span, "best_span_start": reading.best_start,
-                     "belief": reading.belief})
+                     "belief": reading.belief, "asks_for": reading.asks_for,
+                     "expected_type": reading.expected_type})
     return rows
 
 
@@ -44,6 +45,33 @@ def score(records: Sequence[MrcQuestion], predictions: Sequence[dict], resources
     if all(isinstance(p.get("best_span"), str) for p in aligned):
         check_numbers(aligned, "belief", optional=True)
         metrics.update(scoring.mrc_reader_diagnostics(gold, aligned))
+        metrics.update(_breakdown(gold, aligned))
+    return metrics
+
+
+# What a reader says of each question besides its answer, by which its diagnostics are broken down.
+BREAKDOWN_KEYS = ("asks_for", "expected_type")
+
+
+def _breakdown(gold: dict[str, list[str]], aligned: Sequence[dict]) -> dict[str, float]:
+    """Exact match, the best span's exact match on answerable questions and the belief's AUC, per kind of
+    question as the reader saw it (what its words ask for; the answer type it expected), with the number of
+    questions of each kind: where the reader loses."""
+    metrics: dict[str, float] = {}
+    for key in BREAKDOWN_KEYS:
+        groups: dict[str, list[dict]] = {}
+        for prediction in aligned:
+            if isinstance(prediction.get(key), str):
+                groups.setdefault(prediction[key], []).append(prediction)
+        for value, members in sorted(groups.items()):
+            subset = {p["guid"]: gold[p["guid"]] for p in members}
+            name = f"{key}={value}"  # first, so that a kind's figures sort together
+            metrics[f"{name}/questions"] = float(len(members))
+            metrics[f"{name}/exact_match"] = scoring.score_mrc(subset, {p["guid"]: p["answer"] for p in members}
+                                                              )["exact_match"]
+            for diagnostic, number in scoring.mrc_reader_diagnostics(subset, members).items():
+                if diagnostic in ("best_span_exact_match/answerable", "answerable_auc"):
+                    metrics[f"{name}/{diagnostic}"] = number
     return metrics
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -11,7 +12,9 @@ from typing import Any, Callable
 import numpy as np
 from scipy import sparse
 
-from baselines.tasks.mrc.passages import content_set, matched_share, sentence_ids, sentence_weights
+from baselines.tasks.mrc.passages import (Retrieval, SentenceTerms, bm25_scores, content_counts, content_set,
+                                         matched_share, sentence_ids, sentence_ranking, sentence_terms,
+                                         sentence_weights)
 from features.analysis import neighbours, similarity
 from features.morphemes import Analysis, eojeol_spans
 from features.pairs import char_ngrams
@@ -223,7 +226,7 @@ class PassageMatch:
     weights: dict[str, float]  # each question word's IDF over the sentences
     shares: list[float]  # the weighted share of the question each sentence holds as such
     soft_shares: list[float]  # the same with near words
-    ranking: list[int]  # sentences, the largest soft share first
+    ranking: list[int]  # sentences, the best match first (by the question's Retrieval)
     eojeol_words: list[set[str]]  # the question words in each eojeol
     eojeol_near: list[dict[str, float]]  # the question words each eojeol holds a near word of, and how near
     eojeol_sentence: list[int]
@@ -234,11 +237,21 @@ class PassageMatch:
     unrelated_words: int  # question words that the passage has neither as such nor near
 
 
-def match_passage(query: set[str], context: Analysis, related: dict[str, dict[str, float]] | None) -> PassageMatch:
-    """How much of the question (its content morphemes `query`) each part of the passage holds."""
-    eojeols = context.eojeols
+def question_terms(query: set[str], context: Analysis, related: dict[str, dict[str, float]] | None
+                   ) -> tuple[SentenceTerms, array]:
+    """The question words' soft term frequencies in the passage's sentences, and each morpheme's sentence."""
     sentences = sentence_ids(context)
     sentence_count = (max(sentences) + 1) if len(sentences) else 0
+    return sentence_terms(query, related or {}, content_counts(context, sentences, sentence_count)), sentences
+
+
+def match_passage(query: set[str], context: Analysis, related: dict[str, dict[str, float]] | None,
+                  retrieval: Retrieval = Retrieval()) -> PassageMatch:
+    """How much of the question (its content morphemes `query`) each part of the passage holds; sentences
+    are ranked by `retrieval`."""
+    eojeols = context.eojeols
+    terms, sentences = question_terms(query, context, related)
+    sentence_count = terms.frequencies.shape[1]
     bounds = [[None, None] for _ in range(sentence_count)]
     for index, sentence in enumerate(sentences):
         if bounds[sentence][0] is None:
@@ -277,7 +290,7 @@ def match_passage(query: set[str], context: Analysis, related: dict[str, dict[st
         if words:
             matched_in_sentence[eojeol_sentence[eojeol]].append(eojeol)
     return PassageMatch(
-        sentences, weights, shares, soft_shares, sorted(range(sentence_count), key=lambda s: (-soft_shares[s], s)),
+        sentences, weights, shares, soft_shares, sentence_ranking(bm25_scores(terms, retrieval)),
         eojeol_words, eojeol_near, eojeol_sentence, matched_in_sentence,
         matched_share(passage_words & query, weights), soft_share(passage_matches, weights),
         len(query - passage_words), len(query) - len(passage_matches))
@@ -293,14 +306,14 @@ class QuestionContext:
     """
 
     def __init__(self, question: Analysis, context: Analysis, related: dict[str, dict[str, float]] | None,
-                 top_sentences: int):
+                 top_sentences: int, retrieval: Retrieval = Retrieval()):
         self.question, self.context = question, context
         self.qtype, focus, self.wh_particle = question_type(question)
         self.focus_form = focus.lower() if focus else None
         self.query = content_set(question)
         self.tags = context.sejong_tags
         self.eojeols = context.eojeols
-        self.match = match_passage(self.query, context, related)
+        self.match = match_passage(self.query, context, related, retrieval)
         self.weights = self.match.weights
         self.total_weight = math.fsum(self.weights.values())
         self.eojeol_count = len(self.match.eojeol_words)
@@ -327,8 +340,10 @@ class QuestionContext:
         self.head_similarity = cache(self._head_similarity)
 
     def within(self, sentence: int, low: int, high: int) -> list[int]:
-        """The eojeols of `sentence` from `low` up to `high` (excluded)."""
-        members = self.sentence_eojeols[sentence]
+        """The eojeols of `sentence` from `low` up to `high` (excluded). An eojeol belongs to the sentence of
+        its last morpheme ('있다.국제' to the one that 국제 opens), so a sentence that lies inside one eojeol
+        has none: with more sentences kept, BM25 ranked such a sentence among them and this failed."""
+        members = self.sentence_eojeols.get(sentence, [])
         return members[bisect_left(members, low):bisect_left(members, high)]
 
     def _window(self, sentence: int, low: int, high: int) -> frozenset[str]:
@@ -512,12 +527,13 @@ FEATURE_GROUPS = (sentence_coverage, nearest_match, question_echo, span_shape, n
 
 
 def question_view(question: Analysis, context: Analysis, top_sentences: int, max_eojeols: int,
-                  max_chars: int, related: dict[str, dict[str, float]] | None = None) -> QuestionView:
-    """Candidates of one question and their features (a pure function of the two texts and the question
-    words' `related_words`, so a reader memoises it across the folds of a cross-fit). Candidates come from
-    the `top_sentences` sentences with the largest soft share of the question (a word near a question word
-    counts at its similarity)."""
-    q = QuestionContext(question, context, related, top_sentences)
+                  max_chars: int, related: dict[str, dict[str, float]] | None = None,
+                  retrieval: Retrieval = Retrieval()) -> QuestionView:
+    """Candidates of one question and their features (a pure function of the two texts, the question
+    words' `related_words` and the retrieval setting, so a reader memoises it across the folds of a
+    cross-fit). Candidates come from the `top_sentences` sentences that `retrieval` ranks first (BM25, a word
+    near a question word counting at its similarity)."""
+    q = QuestionContext(question, context, related, top_sentences, retrieval)
     spans, rows = [], []
     for first, last in candidate_spans(context, q.tags, q.match.sentences, q.kept_sentences, max_eojeols, max_chars):
         candidate = Candidate.of(q, first, last)

@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Iterable
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
 
 from features.morphemes import Analysis
 from features.tags import to_sejong
@@ -56,3 +60,85 @@ def matched_share(words: Iterable[str], weights: dict[str, float]) -> float:
     # fsum: the sum must not depend on the order of a set, which changes with each process's hash seed.
     total = math.fsum(weights.values())
     return math.fsum(weights.get(word, 0.0) for word in set(words)) / total if total else 0.0
+
+
+# Candidate settings of the sentence retrieval; a reader picks one on its training questions (SpanRanker.fit).
+BM25_K1 = (0.5, 1.2, 2.0)
+BM25_B = (0.0, 0.25, 0.75)
+NEIGHBOUR_SHARES = (0.0, 0.2, 0.35, 0.5)
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """How sentences are ranked for a question: BM25 (term frequency saturating at k1, lengths normalised
+    by b) with soft matches, where each sentence also gets `neighbour_share` of its neighbours' scores
+    (a question often spreads over two adjacent sentences)."""
+    k1: float = 1.2
+    b: float = 0.0
+    neighbour_share: float = 0.35
+
+
+@dataclass
+class SentenceTerms:
+    """A question's words against a passage's sentences: for each question word (rows, in `words` order)
+    its soft term frequency in each sentence (columns), a near word counting at its similarity, and each
+    sentence's length in content morphemes."""
+    words: list[str]
+    frequencies: np.ndarray
+    lengths: np.ndarray
+
+
+def sentence_terms(query: Iterable[str], related: dict[str, dict[str, float]], counts: list[Counter]
+                   ) -> SentenceTerms:
+    """`counts` are the content morphemes of each sentence (content_counts)."""
+    words = sorted(query)
+    frequencies = np.zeros((len(words), len(counts)))
+    for row, word in enumerate(words):
+        near_words = related.get(word, {})
+        for column, sentence in enumerate(counts):
+            frequencies[row, column] = sentence.get(word, 0) + math.fsum(
+                sentence.get(near, 0) * cosine for near, cosine in sorted(near_words.items()))
+    return SentenceTerms(words, frequencies, np.array([sum(c.values()) for c in counts], dtype=float))
+
+
+def content_counts(analysis: Analysis, sentences, sentence_count: int) -> list[Counter]:
+    """The lower-cased content morphemes of each sentence with their counts, light forms left out."""
+    counts = [Counter() for _ in range(sentence_count)]
+    for index, (form, tag) in enumerate(zip(analysis.forms, analysis.tags)):
+        if to_sejong(tag) in CONTENT_TAGS and form not in LIGHT_FORMS:
+            counts[sentences[index]][form.lower()] += 1
+    return counts
+
+
+def bm25_scores(terms: SentenceTerms, retrieval: Retrieval) -> np.ndarray:
+    """Each sentence's score: BM25 with IDF over the passage's sentences, plus its neighbours' share."""
+    frequencies, lengths = terms.frequencies, terms.lengths
+    count = frequencies.shape[1]
+    if not count:
+        return np.zeros(0)
+    present = (frequencies > 0).sum(axis=1, keepdims=True)
+    idf = np.log1p((count - present + 0.5) / (present + 0.5))
+    norm = retrieval.k1 * (1 - retrieval.b + retrieval.b * lengths / max(lengths.mean(), 1.0))
+    scores = (idf * frequencies * (retrieval.k1 + 1) / (frequencies + norm)).sum(axis=0)
+    smoothed = scores.copy()
+    smoothed[1:] += retrieval.neighbour_share * scores[:-1]
+    smoothed[:-1] += retrieval.neighbour_share * scores[1:]
+    return smoothed
+
+
+def sentence_ranking(scores: np.ndarray) -> list[int]:
+    """Sentences by score, the highest first; a tie goes to the earlier sentence."""
+    return sorted(range(len(scores)), key=lambda s: (-scores[s], s))
+
+
+def best_retrieval(questions: Sequence[tuple[SentenceTerms, int]], depth: int) -> Retrieval:
+    """The setting of the grid under which most of the (terms, answer sentence) pairs rank their answer
+    sentence within the first `depth`; ties go to the larger mean reciprocal rank, then to the first setting
+    of the grid."""
+    best, best_key = Retrieval(), None
+    for setting in (Retrieval(k1, b, share) for k1 in BM25_K1 for b in BM25_B for share in NEIGHBOUR_SHARES):
+        ranks = np.array([sentence_ranking(bm25_scores(terms, setting)).index(gold) for terms, gold in questions])
+        key = (float(np.mean(ranks < depth)), float(np.mean(1.0 / (1 + ranks)))) if len(ranks) else (0.0, 0.0)
+        if best_key is None or key > best_key:
+            best, best_key = setting, key
+    return best

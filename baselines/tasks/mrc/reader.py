@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
 from numbers import Integral
 from typing import Sequence
@@ -9,6 +10,8 @@ from typing import Sequence
 import numpy as np
 from scipy import optimize, sparse
 from sklearn.base import BaseEstimator
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
@@ -18,23 +21,30 @@ from sklearn.utils.validation import check_is_fitted, check_memory
 from baselines import scoring
 from baselines.estimators import NothingLearnt, TaskModel
 from baselines.explain import strongest
-from baselines.params import AT_LEAST_ONE, COUNT, NON_NEGATIVE, SEED, HasMethods, Interval
+from baselines.params import AT_LEAST_ONE, COUNT, NON_NEGATIVE, POSITIVE, SEED, HasMethods, Interval
+from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_COLUMNS, TYPED_FEATURE_NAMES,
+                                              answer_type, fitted_tagger, question_type_features, span_types,
+                                              tag_passages, typed_features)
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView, ViewMemo,
-                                            question_view, related_words)
+                                            content_set, question_terms, question_view, related_words)
 from baselines.tasks.mrc.data import MrcQuestion, as_records
+from baselines.tasks.mrc.passages import Retrieval, best_retrieval
 from features.analysis import analyze, neighbours
-from features.vectorize import neighbour_queries
+from features.vectorize import Analyse, MorphemeNgrams, neighbour_queries
 
 
 @dataclass
 class Reading:
     """What the reader makes of one question: its best span (empty when it has no candidate), its belief
     that the span is right rather than the question unanswerable (P(right) - P(unanswerable); None for a
-    reader without a no-answer decision) and whether it answers."""
+    reader without a no-answer decision), whether it answers, what the question asks for by its words
+    (QUESTION_TYPES) and the answer type it expects (ANSWER_TYPES; None without a tagger)."""
     best_span: str
     best_start: int
     belief: float | None
     answered: bool
+    asks_for: str = "other"
+    expected_type: str | None = None
 
 
 def headline(records: Sequence[MrcQuestion], y: Sequence[Sequence[str]], predicted: Sequence[tuple[str, int]]
@@ -70,14 +80,20 @@ def _grouped_softmax(scores: np.ndarray, starts: np.ndarray, sizes: np.ndarray) 
 
 
 _UNANSWERABLE, _WRONG, _CORRECT = 0, 1, 2
+_ALL_FEATURES = FEATURE_NAMES + TYPED_FEATURE_NAMES  # the columns of a question's candidate rows
+_TYPED_INDEX = {name: len(FEATURE_NAMES) + index for index, name in enumerate(TYPED_FEATURE_NAMES)}
+_EXPECTED_ENTITY = [_TYPED_INDEX[f"expected_{kind}*entity_{kind}"] for kind in ENTITY_TYPES]
 VIEW_CHUNK = 4000  # training questions whose candidate views are held at once
 
 
 class SpanRanker(TaskModel, BaseEstimator):
-    """Extractive reader: candidate spans from the sentences that match the question best, a linear scorer
-    trained listwise (the gold span against all candidates of its question), and a no-answer decision on
-    the best span's score, margin and the question's coverage, with its threshold set by cross-validation
-    on the training questions.
+    """Extractive reader: candidate spans from the sentences that match the question best (BM25 with soft
+    matches), a linear scorer trained listwise (the gold span against all candidates of its question), and a
+    no-answer decision on the best span's score, margin, type and the question's coverage, with its threshold
+    set by cross-validation on the training questions. With an NER training file, candidates are typed by
+    the NER task's tagger, and a classifier of the answer type that each question expects (trained on the
+    types of the training questions' gold answers) tells the ranker and the decision how well each
+    candidate's type fits.
 
     Parameters
     ----------
@@ -86,11 +102,12 @@ class SpanRanker(TaskModel, BaseEstimator):
     max_iter : int
         L-BFGS iterations of the ranker.
     top_sentences : int
-        Candidate spans come from this many sentences that cover most of the question.
+        Candidate spans come from this many sentences that match the question best.
     max_eojeols, max_chars : int
         The longest candidate span, in eojeols and characters.
     calibration_folds : int
-        Grouped folds over the training questions for the no-answer decision's held-out scores.
+        Grouped folds over the training questions for the no-answer decision's held-out scores (and the
+        expected answer types of the training questions).
     max_calibration_questions : int
         At most this many training questions calibrate the no-answer decision.
     abstain : bool
@@ -98,6 +115,15 @@ class SpanRanker(TaskModel, BaseEstimator):
     neighbours : int
         Nearest morphemes of each question word in Kiwi's CoNg model that count as soft matches; 0: exact
         matches only.
+    ner_train : str or None
+        A KLUE-NER training file (official TSV): fit trains the NER task's default model on it (through the
+        public API, once per process and file) to type the candidates. The fitted tagger is kept in the
+        reader, so a saved reader predicts without the file. None: no typing.
+    type_C : float
+        Inverse L2 penalty of the expected answer type classifier (a logistic regression).
+    plausible_answers : bool
+        The ranker also learns from the unanswerable training questions that come with plausible answers
+        (KLUE gives them): which span the question would ask for is still a ranking to learn.
     memory : None, str or joblib.Memory
         Where question views (candidates and their features) are cached across readers and processes, as
         scikit-learn's `memory=`: a folder or a joblib.Memory. Whatever it is, a reader also keeps the views
@@ -107,10 +133,21 @@ class SpanRanker(TaskModel, BaseEstimator):
 
     Attributes
     ----------
+    retrieval_ : Retrieval
+        The sentence retrieval setting (BM25's k1 and b, the neighbours' share) under which most training
+        questions have their answer in the first `top_sentences` sentences.
+    tagger_ : estimator or None
+        The NER tagger fitted on `ner_train`.
+    type_model_ : Pipeline or None
+        The expected answer type classifier (None without a tagger, or when the training answers have a
+        single type).
     scaler_ : StandardScaler
         Scales the candidates' features.
     weights_ : ndarray
-        The ranker's weights, one per FEATURE_NAMES.
+        The ranker's weights, one per FEATURE_NAMES + TYPED_FEATURE_NAMES.
+    wording_model_ : Pipeline or None
+        Tells answerable questions from unanswerable ones by their wording, for the no-answer decision (None
+        when it does not abstain, or training had only one kind of question).
     answer_model_ : Pipeline or None
         The no-answer decision (None when training had only one kind of question).
     threshold_ : float
@@ -127,13 +164,15 @@ class SpanRanker(TaskModel, BaseEstimator):
         "alpha": [NON_NEGATIVE], "max_iter": [AT_LEAST_ONE], "top_sentences": [AT_LEAST_ONE],
         "max_eojeols": [AT_LEAST_ONE], "max_chars": [AT_LEAST_ONE], "neighbours": [COUNT],
         "calibration_folds": [Interval(Integral, 2, None, closed="left")],
-        "max_calibration_questions": [AT_LEAST_ONE], "abstain": ["boolean"],
-        "memory": [None, str, HasMethods(["cache"])], "random_state": [SEED],
+        "max_calibration_questions": [AT_LEAST_ONE], "abstain": ["boolean"], "ner_train": [None, str],
+        "type_C": [POSITIVE], "plausible_answers": ["boolean"], "memory": [None, str, HasMethods(["cache"])],
+        "random_state": [SEED],
     }
 
     def __init__(self, alpha: float = 0.25, max_iter: int = 500, top_sentences: int = 3, max_eojeols: int = 4,
                  max_chars: int = 40, calibration_folds: int = 3, max_calibration_questions: int = 4000,
-                 abstain: bool = True, neighbours: int = 10, memory=None, random_state: int = 0):
+                 abstain: bool = True, neighbours: int = 10, ner_train: str | None = None, type_C: float = 1.0,
+                 plausible_answers: bool = True, memory=None, random_state: int = 0):
         self.alpha = alpha
         self.max_iter = max_iter
         self.top_sentences = top_sentences
@@ -143,6 +182,9 @@ class SpanRanker(TaskModel, BaseEstimator):
         self.calibration_folds = calibration_folds
         self.max_calibration_questions = max_calibration_questions
         self.abstain = abstain
+        self.ner_train = ner_train
+        self.type_C = type_C
+        self.plausible_answers = plausible_answers
         self.memory = memory
         self.random_state = random_state
 
@@ -151,32 +193,59 @@ class SpanRanker(TaskModel, BaseEstimator):
         questions = analyze(r.question for r in records)
         contexts = analyze(r.context for r in records)
         settings = (self.top_sentences, self.max_eojeols, self.max_chars)
-        if self.neighbours:
-            neighbours((query for q in questions for query in neighbour_queries(q)), self.neighbours)
+        self._prefetch_neighbours(questions)
         memory = check_memory(self.memory)
         build = question_view if memory.location is None else memory.cache(question_view)
         if getattr(self, "_view_memo", None) is None:
             self._view_memo = ViewMemo()
-        return [self._view_memo.get((r.question, r.context, self.neighbours) + settings,
-                                    lambda q=q, c=c: build(q, c, *settings, related_words(q, self.neighbours)))
+        retrieval = getattr(self, "retrieval_", Retrieval())  # fit chooses it before it builds views
+        return [self._view_memo.get((r.question, r.context, self.neighbours, retrieval) + settings,
+                                    lambda q=q, c=c: build(q, c, *settings, related_words(q, self.neighbours),
+                                                           retrieval))
                 for r, q, c in zip(records, questions, contexts)]
 
+    def _prefetch_neighbours(self, questions) -> None:
+        if self.neighbours:
+            neighbours((query for q in questions for query in neighbour_queries(q)), self.neighbours)
+
+    def _entities(self, records: Sequence[MrcQuestion]) -> dict[str, tuple]:
+        """The tagged entities of each passage (none without a tagger), from this reader's memo when its
+        tagger tagged them before."""
+        contexts = list(dict.fromkeys(r.context for r in records))
+        if self.tagger_ is None:
+            return dict.fromkeys(contexts, ())
+        if getattr(self, "_entity_memo", None) is None or self._entity_memo[0] is not self.tagger_:
+            self._entity_memo = (self.tagger_, {})
+        memo = self._entity_memo[1]
+        missing = [c for c in contexts if c not in memo]
+        if missing:
+            memo.update(tag_passages(self.tagger_, missing))
+        return {c: memo[c] for c in contexts}
+
     def __getstate__(self) -> dict:
-        # The memo of views is a cache of this process, not learnt state: a saved or copied reader leaves it.
+        # The memos of views and entities are caches of this process, not learnt state: a saved or copied
+        # reader leaves them.
         state = super().__getstate__()
         state.pop("_view_memo", None)
+        state.pop("_entity_memo", None)
         return state
 
     @staticmethod
-    def _kept_rows(views: Sequence[QuestionView], positives: Sequence[np.ndarray]
+    def _rows(view: QuestionView, entities: Sequence, expected: np.ndarray) -> sparse.csr_matrix:
+        """The candidates' unscaled rows: the view's features, then the typed ones."""
+        exact, inside = span_types(view.spans, entities)
+        shapes = view.features[:, SHAPE_COLUMNS]
+        return sparse.hstack([view.features, typed_features(exact, inside, expected, shapes)], format="csr")
+
+    @staticmethod
+    def _kept_rows(rows: Sequence[sparse.csr_matrix], positives: Sequence[np.ndarray]
                    ) -> tuple[sparse.csr_matrix | None, list[np.ndarray]]:
         """The unscaled candidate rows, stacked, of the questions the ranker learns from (those whose gold span
         is among their candidates, next to a wrong one), and their gold marks; None when there are none."""
-        kept = [(view.features, positive) for view, positive in zip(views, positives)
-                if positive.any() and not positive.all()]
+        kept = [(block, positive) for block, positive in zip(rows, positives) if positive.any() and not positive.all()]
         if not kept:
             return None, []
-        return sparse.vstack([rows for rows, _positive in kept], format="csr"), [positive for _rows, positive in kept]
+        return sparse.vstack([block for block, _positive in kept], format="csr"), [positive for _rows, positive in kept]
 
     def _fit_weights(self, blocks: Sequence[sparse.csr_matrix], gold: Sequence[np.ndarray]) -> np.ndarray:
         """A listwise (softmax) ranker: for each training question whose gold span is among its candidates,
@@ -208,32 +277,109 @@ class SpanRanker(TaskModel, BaseEstimator):
                                    options={"maxiter": self.max_iter})
         return fitted.x
 
-    def _scores(self, view: QuestionView, weights: np.ndarray) -> np.ndarray:
-        if not view.spans:
+    def _scores(self, rows: sparse.csr_matrix, weights: np.ndarray) -> np.ndarray:
+        if not rows.shape[0]:
             return np.zeros(0)
-        return np.asarray(self.scaler_.transform(view.features) @ weights).ravel()
+        return np.asarray(self.scaler_.transform(rows) @ weights).ravel()
 
     @staticmethod
-    def _question_features(view: QuestionView, scores: np.ndarray) -> np.ndarray:
+    def _question_features(view: QuestionView, rows: sparse.csr_matrix, expected: np.ndarray, scores: np.ndarray,
+                           wording: float) -> np.ndarray:
+        """What the no-answer decision knows of a question: how sure the ranker is of its best span, that
+        span's sentence and type, how much of the question the passage holds, its type and its wording."""
         ranked = np.sort(scores)[::-1]
         top = ranked[0] if len(ranked) else 0.0
         margin = ranked[0] - ranked[1] if len(ranked) > 1 else (1.0 if len(ranked) else 0.0)
         probability = 1.0 / np.exp(scores - top).sum() if len(ranked) else 0.0
         best = int(np.argmax(scores)) if len(scores) else 0
         top_share = float(view.features[best, FEATURE_INDEX["sentence_share"]]) if len(scores) else 0.0
+        # How well the best span's type fits what the question expects, and how well the best fitting
+        # candidate of the kept sentences does: a question whose expected type is nowhere is likely
+        # unanswerable.
+        agreement = rows[:, _TYPED_INDEX["type_agreement"]].toarray().ravel() if len(scores) else np.zeros(1)
+        typed = rows[:, _EXPECTED_ENTITY].toarray() if len(scores) else np.zeros((1, 1))
         values = [top, margin, probability, top_share, view.best_sentence_share, view.passage_share,
                   math.log1p(len(scores)),
                   math.log1p(view.question_words), math.log1p(view.missing_words), view.passage_soft_share,
-                  math.log1p(view.unrelated_words)]
-        return np.array(values + [float(view.question_type == kind) for kind in QUESTION_TYPES])
+                  math.log1p(view.unrelated_words), float(agreement[best]), float(typed.max()), wording]
+        return np.concatenate([values, [float(view.question_type == kind) for kind in QUESTION_TYPES], expected])
 
     @staticmethod
     def _positives(view: QuestionView, context: str, answers: Sequence[str]) -> np.ndarray:
         gold = {scoring.normalize_mrc_answer(answer) for answer in answers}
         return np.array([scoring.normalize_mrc_answer(context[s:e]) in gold for s, e in view.spans], dtype=bool)
 
+    def _ranked_answers(self, record: MrcQuestion, answers: Sequence[str]) -> Sequence[str]:
+        """The spans the ranker learns to put first: the gold answers, or for an unanswerable question the
+        plausible answers that KLUE gives it (what its question would ask for if the passage said it)."""
+        if answers or not self.plausible_answers:
+            return answers
+        return [answer.text for answer in record.plausible_answers]
+
+    def _choose_retrieval(self, records: Sequence[MrcQuestion], y: Sequence[Sequence[str]]) -> Retrieval:
+        """The retrieval setting under which most answerable training questions have the sentence of their
+        answer's first place in the passage among the first top_sentences."""
+        questions = analyze(r.question for r in records)
+        contexts = analyze(r.context for r in records)
+        pairs = []
+        for record, question, context, answers in zip(records, questions, contexts, y):
+            start = record.context.find(answers[0]) if answers else -1
+            if start < 0:
+                continue
+            terms, sentences = question_terms(content_set(question), context,
+                                              related_words(question, self.neighbours))
+            morpheme = bisect_right(context.ends, start)
+            if morpheme < len(sentences):
+                pairs.append((terms, sentences[morpheme]))
+        return best_retrieval(pairs, self.top_sentences)
+
+    def _type_features(self, records: Sequence[MrcQuestion]) -> list[dict[str, float]]:
+        return [question_type_features(q, related_words(q, self.neighbours))
+                for q in analyze(r.question for r in records)]
+
+    def _expected(self, records: Sequence[MrcQuestion]) -> np.ndarray:
+        """Each question's probabilities of ANSWER_TYPES (zeros without a type classifier)."""
+        expected = np.zeros((len(records), len(ANSWER_TYPES)))
+        if self.type_model_ is not None and len(records):
+            columns = [ANSWER_TYPES.index(kind) for kind in self.type_model_.classes_]
+            expected[:, columns] = self.type_model_.predict_proba(self._type_features(records))
+        return expected
+
+    def _fit_expected_types(self, records: Sequence[MrcQuestion], y: Sequence[Sequence[str]],
+                            entities: dict[str, tuple]) -> np.ndarray:
+        """Fits type_model_ on the training questions with an answer (a gold one, or a plausible one as the
+        ranker learns from), labelled with the type the tagger gives that answer, and returns every training
+        question's expected types: held out (folds by passage) for those it learnt from, so that the ranker
+        learns how far to trust them."""
+        self.type_model_ = None
+        answers = [self._ranked_answers(record, gold) for record, gold in zip(records, y)]
+        labelled = [i for i, texts in enumerate(answers) if texts]
+        labels = [answer_type(records[i].context, answers[i][0], entities[records[i].context]) for i in labelled]
+        if self.tagger_ is None or len(set(labels)) < 2:
+            return self._expected(records)
+        features = self._type_features([records[i] for i in labelled])
+        model = make_pipeline(DictVectorizer(), LogisticRegression(C=self.type_C, max_iter=1000))
+        passages = [records[i].context for i in labelled]
+        folds = min(self.calibration_folds, len(set(passages)))
+        held_out = None
+        if folds >= 2:
+            held_out = cross_val_predict(model, features, labels, groups=passages, cv=GroupKFold(n_splits=folds),
+                                         method="predict_proba")
+        self.type_model_ = model.fit(features, labels)
+        expected = self._expected(records)
+        if held_out is not None:
+            columns = [ANSWER_TYPES.index(kind) for kind in sorted(set(labels))]
+            expected[np.array(labelled)[:, None], np.array(columns)[None, :]] = held_out
+            expected[np.array(labelled)[:, None], np.setdiff1d(np.arange(len(ANSWER_TYPES)), columns)] = 0.0
+        return expected
+
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "SpanRanker":
         records = self._fit_records(X)
+        self._prefetch_neighbours(analyze(r.question for r in records))
+        self.tagger_ = fitted_tagger(self.ner_train, self.random_state) if self.ner_train else None
+        entities = self._entities(records)
+        self.retrieval_ = self._choose_retrieval(records, y)
+        expected = self._fit_expected_types(records, y, entities)
         rng = np.random.default_rng(self.random_state)
         chosen = np.arange(len(records))  # the questions that calibrate the no-answer decision
         if self.abstain and len(chosen) > self.max_calibration_questions:
@@ -242,57 +388,77 @@ class SpanRanker(TaskModel, BaseEstimator):
         # Views are built VIEW_CHUNK questions at a time, and only the ranker's rows of each chunk and the
         # calibration questions' views are kept: all views of the official train file at once take 5 GB.
         self.scaler_ = StandardScaler(with_mean=False)
-        blocks, gold, kept_views, kept_positives = [], [], {}, {}
+        blocks, gold, kept = [], [], {}
         for first in range(0, len(records), VIEW_CHUNK):
             chunk = records[first:first + VIEW_CHUNK]
             views = self._views(chunk)
-            positives = [self._positives(v, r.context, answers)
+            rows = [self._rows(view, entities[r.context], expected[first + offset])
+                    for offset, (view, r) in enumerate(zip(views, chunk))]
+            positives = [self._positives(v, r.context, self._ranked_answers(r, answers))
                          for v, r, answers in zip(views, chunk, y[first:first + VIEW_CHUNK])]
             # Scaled, not centred: the rows stay sparse, and a shift would not change any ranking. (The zero
             # row keeps the scaler defined when no question has a candidate.)
-            self.scaler_.partial_fit(sparse.vstack([v.features for v in views] + (
-                [sparse.csr_matrix((1, len(FEATURE_NAMES)), dtype=np.float32)] if first == 0 else [])))
-            rows, chunk_gold = self._kept_rows(views, positives)
-            if rows is not None:
-                blocks.append(rows)
+            self.scaler_.partial_fit(sparse.vstack(rows + (
+                [sparse.csr_matrix((1, len(_ALL_FEATURES)), dtype=np.float32)] if first == 0 else [])))
+            stacked, chunk_gold = self._kept_rows(rows, positives)
+            if stacked is not None:
+                blocks.append(stacked)
                 gold.extend(chunk_gold)
-            for offset, (view, positive) in enumerate(zip(views, positives)):
+            for offset, (view, block, positive) in enumerate(zip(views, rows, positives)):
                 if first + offset in calibrating:
-                    kept_views[first + offset], kept_positives[first + offset] = view, positive
+                    kept[first + offset] = (view, block, positive, expected[first + offset])
         for block in blocks:  # in place: a scaled copy beside them would hold the rows twice
             self.scaler_.transform(block, copy=False)
         self.weights_ = self._fit_weights(blocks, gold)
         del blocks
         if self.abstain:
-            self._fit_answer_decision(records, y, chosen, kept_views, kept_positives)
+            self._fit_answer_decision(records, y, chosen, kept, self._held_out_scores(records, chosen, kept))
         else:
-            self.answer_model_, self.threshold_ = None, -np.inf
+            self.answer_model_, self.threshold_, self.wording_model_ = None, -np.inf, None
         return self
 
-    def _fit_answer_decision(self, records, y, chosen: np.ndarray, views: dict[int, QuestionView],
-                             positives: dict[int, np.ndarray]) -> None:
-        """Out-of-fold best spans of the chosen training questions (folds by passage) teach when to answer;
-        `views` and `positives` are theirs, by question index."""
+    def _folds(self, records: Sequence[MrcQuestion], chosen: np.ndarray) -> tuple[GroupKFold, list[str]]:
+        """The folds over the chosen training questions (by passage), and the passage of each."""
         groups = [records[i].context for i in chosen]
-        folds = GroupKFold(n_splits=min(self.calibration_folds, len(set(groups))))
-        rows, outcomes, rouges, passages = [], [], [], []
+        return GroupKFold(n_splits=min(self.calibration_folds, len(set(groups)))), groups
+
+    def _held_out_scores(self, records, chosen: np.ndarray, kept: dict[int, tuple]) -> dict[int, np.ndarray]:
+        """The candidates' scores of each chosen training question by a ranker that did not learn from its
+        passage (grouped folds): what the no-answer decision learns from."""
+        folds, groups = self._folds(records, chosen)
+        held_out = {}
         for inner_train, inner_test in folds.split(chosen, groups=groups):
-            inner_rows, inner_gold = self._kept_rows([views[chosen[i]] for i in inner_train],
-                                                     [positives[chosen[i]] for i in inner_train])
+            inner_rows, inner_gold = self._kept_rows([kept[chosen[i]][1] for i in inner_train],
+                                                     [kept[chosen[i]][2] for i in inner_train])
             if inner_rows is None:
                 raise ValueError("no training question has its answer among the candidate spans")
             weights = self._fit_weights([self.scaler_.transform(inner_rows, copy=False)], inner_gold)
             for i in chosen[inner_test]:
+                held_out[i] = self._scores(kept[i][1], weights)
+        return held_out
+
+    def _fit_answer_decision(self, records, y, chosen: np.ndarray, kept: dict[int, tuple],
+                             held_out: dict[int, np.ndarray]) -> None:
+        """Out-of-fold best spans of the chosen training questions (folds by passage) teach when to answer;
+        `kept` holds their views, rows, gold marks and expected types, and `held_out` their candidates'
+        held-out scores, by question index."""
+        folds, groups = self._folds(records, chosen)
+        wording = self._fit_wording_model([records[i].question for i in chosen], [bool(y[i]) for i in chosen],
+                                          groups, folds)
+        rows, outcomes, rouges, passages = [], [], [], []
+        for _inner_train, inner_test in folds.split(chosen, groups=groups):
+            for position, i in zip(inner_test, chosen[inner_test]):
+                view, block, positive, expected = kept[i]
                 passages.append(records[i].context)  # the rows come fold by fold, not in `chosen` order
-                scores = self._scores(views[i], weights)
-                rows.append(self._question_features(views[i], scores))
+                scores = held_out[i]
+                rows.append(self._question_features(view, block, expected, scores, wording[position]))
                 if not y[i]:
                     outcomes.append(_UNANSWERABLE)
                     rouges.append(0.0)
                     continue
                 best = int(np.argmax(scores)) if len(scores) else -1
-                outcomes.append(_CORRECT if best >= 0 and positives[i][best] else _WRONG)
-                start, end = views[i].spans[best] if best >= 0 else (0, 0)
+                outcomes.append(_CORRECT if best >= 0 and positive[best] else _WRONG)
+                start, end = view.spans[best] if best >= 0 else (0, 0)
                 rouges.append(max(scoring.mrc_rouge_w(records[i].context[start:end], g) for g in y[i]))
         rows, outcomes, rouges = np.array(rows), np.array(outcomes), np.array(rouges)
         self.answer_model_ = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=1000))
@@ -314,6 +480,29 @@ class SpanRanker(TaskModel, BaseEstimator):
         above = candidates[best + 1] if best + 1 < len(candidates) else candidates[best] + 1.0
         self.threshold_ = float((candidates[best] + above) / 2 if np.isfinite(candidates[best]) else above - 1.0)
 
+    def _fit_wording_model(self, questions: list[str], answerable: list[bool], groups: list[str], folds: GroupKFold
+                           ) -> np.ndarray:
+        """Fits wording_model_, which tells answerable questions from unanswerable ones by their words alone
+        (morpheme uni- and bigrams), and returns its held-out probability of an answer for each question.
+        KLUE's unanswerable questions are written to match their passage as well as answerable ones do: in 5
+        grouped folds over the partial dev file, their wording alone tells them apart with a ROC AUC of 0.63,
+        and the share of the question that the passage or its best sentence holds with 0.53."""
+        self.wording_model_ = make_pipeline(Analyse(), TfidfVectorizer(analyzer=MorphemeNgrams((1, 2)),
+                                                                       sublinear_tf=True),
+                                            LogisticRegression(C=1.0, max_iter=1000))
+        if len(set(answerable)) < 2:
+            self.wording_model_ = None
+            return np.zeros(len(questions))
+        held_out = cross_val_predict(self.wording_model_, questions, answerable, groups=groups, cv=folds,
+                                     method="predict_proba")[:, 1]
+        self.wording_model_.fit(questions, answerable)
+        return held_out
+
+    def _wording(self, records: Sequence[MrcQuestion]) -> np.ndarray:
+        if self.wording_model_ is None:
+            return np.zeros(len(records))
+        return self.wording_model_.predict_proba([r.question for r in records])[:, 1]
+
     @staticmethod
     def _advantage(probabilities: np.ndarray, classes: np.ndarray) -> np.ndarray:
         """P(the best span is right) - P(the question is unanswerable)."""
@@ -326,26 +515,35 @@ class SpanRanker(TaskModel, BaseEstimator):
         """The span ranker's weights of largest size (on standardised features: a positive weight raises a
         candidate, a negative one lowers it)."""
         check_is_fitted(self)
-        return {"span ranker": strongest(FEATURE_NAMES, self.weights_, top_k, both_signs=True)}
+        return {"span ranker": strongest(_ALL_FEATURES, self.weights_, top_k, both_signs=True)}
 
     def read(self, X: Sequence) -> list[Reading]:
         """Each question's best span, the reader's belief in it and whether it answers with it."""
         records = self._fitted_records(X)
+        entities = self._entities(records)
+        expected = self._expected(records)
+        wording = self._wording(records)
         readings = []
-        for record, view in zip(records, self._views(records)):
-            scores = self._scores(view, self.weights_)
+        for record, view, question_expected, question_wording in zip(records, self._views(records), expected,
+                                                                     wording):
+            expected_type = ANSWER_TYPES[int(np.argmax(question_expected))] if self.type_model_ is not None else None
+            rows = self._rows(view, entities[record.context], question_expected)
+            scores = self._scores(rows, self.weights_)
             if not len(scores):
-                readings.append(Reading("", 0, None, False))
+                readings.append(Reading("", 0, None, False, view.question_type, expected_type))
                 continue
             start, end = view.spans[int(np.argmax(scores))]
             belief = None
             if self.answer_model_ is not None:
-                probabilities = self.answer_model_.predict_proba(self._question_features(view, scores)[None])
+                question_features = self._question_features(view, rows, question_expected, scores,
+                                                            question_wording)
+                probabilities = self.answer_model_.predict_proba(question_features[None])
                 belief = float(self._advantage(probabilities, self.answer_model_.classes_)[0])
                 answered = belief > self.threshold_
             else:
                 answered = self.threshold_ < 0
-            readings.append(Reading(record.context[start:end], start, belief, bool(answered)))
+            readings.append(Reading(record.context[start:end], start, belief, bool(answered), view.question_type,
+                                    expected_type))
         return readings
 
     def predict(self, X: Sequence) -> list[tuple[str, int]]:

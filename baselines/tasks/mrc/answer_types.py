@@ -1,0 +1,160 @@
+"""MRC answer typing: passages tagged by the NER task's tagger, and the type of answer a question expects."""
+from __future__ import annotations
+
+from bisect import bisect_right
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from scipy import sparse
+
+from baselines.dataio import DataError, file_sha256
+from baselines.tasks.mrc.candidates import _NEXT_KINDS, _SPAN_KINDS, _WH_WORDS, FEATURE_INDEX, question_type
+from baselines.tasks.mrc.passages import sentence_ids
+from features.analysis import analyze
+from features.morphemes import Analysis
+
+ENTITY_TYPES = ("PS", "LC", "OG", "DT", "TI", "QT")  # KLUE-NER's six
+ANSWER_TYPES = ENTITY_TYPES + ("O",)  # 'O': the answer is not (mostly) a tagged entity
+NONE = -1  # a span that no entity matches
+
+# What a span is and what follows it (columns of the view's features), to cross with the expected type.
+SHAPE_NAMES = tuple(f"span_{kind}" for kind in _SPAN_KINDS) + tuple(f"next_{kind}" for kind in _NEXT_KINDS)
+SHAPE_COLUMNS = [FEATURE_INDEX[name] for name in SHAPE_NAMES]
+TYPED_FEATURE_NAMES = (
+    tuple(f"entity_{kind}" for kind in ENTITY_TYPES)
+    + tuple(f"expected_{kind}*entity_{kind}" for kind in ENTITY_TYPES)
+    + tuple(f"expected_{kind}*inside_{kind}" for kind in ENTITY_TYPES)
+    + ("expected_O*not_entity", "type_agreement")
+    + tuple(f"expected_{kind}*{shape}" for kind in ANSWER_TYPES for shape in SHAPE_NAMES)
+)
+
+_taggers: dict[tuple[str, int], Any] = {}  # fitted NER taggers of this process, by training file sha256 and seed
+
+
+def fitted_tagger(ner_train: str | Path, seed: int) -> Any:
+    """The NER task's default model fitted on `ner_train` through the public API. Fitting takes a minute on
+    5,000 sentences and gives the same tagger every time, so this process fits it once per file and seed
+    (a cross-fit refits the reader five times)."""
+    from baselines import api  # the API reaches every task, this one included
+
+    if not Path(ner_train).is_file():
+        raise DataError(ner_train, None, "no such file (ner_train: a KLUE-NER training file in the official TSV "
+                                         "format, for the reader's tagger)")
+    key = (file_sha256(Path(ner_train)), seed)
+    if key not in _taggers:
+        _taggers[key] = api.fit("ner", ner_train, seed=seed)
+    return _taggers[key]
+
+
+def tag_passages(tagger: Any, contexts: Sequence[str]) -> dict[str, tuple[tuple[int, int, str], ...]]:
+    """(start, end, type) of each entity the tagger finds in each passage, tagged sentence by sentence (the
+    tagger learnt from sentences), with the spaces at an entity's edges left out."""
+    from baselines import api
+
+    pieces, owners = [], []
+    for context, analysis in zip(contexts, analyze(contexts)):
+        bounds: dict[int, list[int]] = {}
+        for index, sentence in enumerate(sentence_ids(analysis)):
+            low_high = bounds.setdefault(sentence, [analysis.starts[index], analysis.ends[index]])
+            low_high[1] = max(low_high[1], analysis.ends[index])
+        for low, high in bounds.values():
+            pieces.append(context[low:high])
+            owners.append((context, low))
+    found: dict[str, list[tuple[int, int, str]]] = {context: [] for context in contexts}
+    for (context, offset), row in zip(owners, api.predict("ner", tagger, pieces) if pieces else []):
+        for entity in row["entities"]:
+            text = entity["text"]
+            start = offset + entity["start"] + (len(text) - len(text.lstrip()))
+            end = offset + entity["end"] - (len(text) - len(text.rstrip()))
+            if start < end:
+                found[context].append((start, end, entity["type"]))
+    return {context: tuple(sorted(entities)) for context, entities in found.items()}
+
+
+def span_types(spans: Sequence[tuple[int, int]], entities: Sequence[tuple[int, int, str]]
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """For each span, the type index (in ENTITY_TYPES) of the entity it is exactly, and of the entity it
+    overlaps most otherwise; NONE where there is none."""
+    exact = np.full(len(spans), NONE, dtype=np.int8)
+    inside = np.full(len(spans), NONE, dtype=np.int8)
+    by_bounds = {(start, end): ENTITY_TYPES.index(kind) for start, end, kind in entities}
+    ends = [end for _start, end, _kind in entities]  # the tagger's entities do not overlap: ends are sorted too
+    for index, (start, end) in enumerate(spans):
+        if (start, end) in by_bounds:
+            exact[index] = by_bounds[(start, end)]
+            continue
+        overlaps = _overlaps(start, end, entities, ends)
+        if overlaps:
+            inside[index] = ENTITY_TYPES.index(max(overlaps)[1])
+    return exact, inside
+
+
+def _overlaps(start: int, end: int, entities: Sequence[tuple[int, int, str]], ends: Sequence[int]
+              ) -> list[tuple[int, str]]:
+    """(characters in common, type) of each entity that overlaps start..end."""
+    found = []
+    for e_start, e_end, kind in entities[bisect_right(ends, start):]:
+        if e_start >= end:
+            break
+        found.append((min(end, e_end) - max(start, e_start), kind))
+    return found
+
+
+def answer_type(context: str, answer: str, entities: Sequence[tuple[int, int, str]]) -> str:
+    """The type the tagger gives a gold answer (at its first place in the passage): that of the entity that
+    covers most of it, when that is at least half of it; else 'O'."""
+    start = context.find(answer)
+    if start < 0 or not answer:
+        return "O"
+    overlaps = _overlaps(start, start + len(answer), entities, [end for _start, end, _kind in entities])
+    if overlaps and 2 * max(overlaps)[0] >= len(answer.strip()):
+        return max(overlaps)[1]
+    return "O"
+
+
+def question_type_features(question: Analysis, related: dict[str, dict[str, float]]) -> dict[str, float]:
+    """What tells the type of answer a question expects: its wh-word and the particle after it, the noun it
+    asks about (the focus) with its nearest words in Kiwi's language model, the rule-based question type,
+    its nouns and its last morphemes. KLUE questions are mostly '...의 X는?', without a wh-word, so the
+    focus noun carries most of it."""
+    rule, focus, particle = question_type(question)
+    features = {f"rule={rule}": 1.0}
+    wh = next((form for form in question.forms if form in _WH_WORDS), None)
+    if wh is not None:
+        features[f"wh={wh}"] = 1.0
+        features[f"wh={wh}|{particle}"] = 1.0
+    if focus is not None:
+        features[f"focus={focus}"] = 1.0
+        for near, cosine in related.get(focus.lower(), {}).items():
+            features[f"near_focus={near}"] = cosine
+    for form, tag in zip(question.forms, question.sejong_tags):
+        if tag in ("NNG", "NNP", "NNB", "NR", "SN"):
+            features[f"noun={form if tag != 'SN' else '<number>'}"] = 1.0
+    words = [(form, tag) for form, tag in zip(question.forms, question.sejong_tags) if not tag.startswith("S")]
+    for position, (form, tag) in enumerate(words[-3:]):
+        features[f"last{position - min(len(words), 3)}={form}/{tag}"] = 1.0
+    return features
+
+
+def typed_features(exact: np.ndarray, inside: np.ndarray, expected: np.ndarray, shapes: sparse.csr_matrix
+                   ) -> sparse.csr_matrix:
+    """Each span's rows of TYPED_FEATURE_NAMES: which entity it is, how well its type agrees with the
+    expected answer type's probabilities `expected` (over ANSWER_TYPES), and its `shapes` (the SHAPE_COLUMNS
+    of its features: a number, a proper noun, followed by a subject particle ...) weighed by each expected
+    type: a descriptive answer ('O') is more often a common noun phrase than a date is."""
+    count, kinds = len(exact), len(ENTITY_TYPES)
+    block = np.zeros((count, 3 * kinds + 2), dtype=np.float32)
+    rows = np.arange(count)
+    is_exact, is_inside = exact != NONE, inside != NONE
+    block[rows[is_exact], exact[is_exact]] = 1.0
+    block[rows[is_exact], kinds + exact[is_exact]] = expected[exact[is_exact]]
+    block[rows[is_inside], 2 * kinds + inside[is_inside]] = expected[inside[is_inside]]
+    block[~is_exact, 3 * kinds] = expected[ANSWER_TYPES.index("O")]
+    block[:, 3 * kinds + 1] = np.where(is_exact, expected[np.where(is_exact, exact, 0)],
+                                       expected[ANSWER_TYPES.index("O")])
+    # A type the question cannot expect (probability 0, as every type without a type classifier) adds no
+    # entries, not explicit zeros: the official train file's rows would grow by 7 copies of their shapes.
+    crosses = [shapes * probability if probability else sparse.csr_matrix(shapes.shape, dtype=np.float32)
+               for probability in expected]
+    return sparse.hstack([sparse.csr_matrix(block)] + crosses, format="csr")
