@@ -9,7 +9,7 @@ import numpy as np
 from scipy import sparse
 
 from baselines.dataio import DataError, file_sha256
-from baselines.tasks.mrc.candidates import _NEXT_KINDS, _SPAN_KINDS, _WH_WORDS, FEATURE_INDEX, question_type
+from baselines.tasks.mrc.candidates import FEATURE_INDEX, NEXT_KINDS, SPAN_KINDS, WH_WORDS, question_type
 from baselines.tasks.mrc.passages import sentence_ids
 from features.analysis import analyze
 from features.morphemes import Analysis
@@ -19,7 +19,7 @@ ANSWER_TYPES = ENTITY_TYPES + ("O",)  # 'O': the answer is not (mostly) a tagged
 NONE = -1  # a span that no entity matches
 
 # What a span is and what follows it (columns of the view's features), to cross with the expected type.
-SHAPE_NAMES = tuple(f"span_{kind}" for kind in _SPAN_KINDS) + tuple(f"next_{kind}" for kind in _NEXT_KINDS)
+SHAPE_NAMES = tuple(f"span_{kind}" for kind in SPAN_KINDS) + tuple(f"next_{kind}" for kind in NEXT_KINDS)
 SHAPE_COLUMNS = [FEATURE_INDEX[name] for name in SHAPE_NAMES]
 TYPED_FEATURE_NAMES = (
     tuple(f"entity_{kind}" for kind in ENTITY_TYPES)
@@ -120,7 +120,7 @@ def question_type_features(question: Analysis, related: dict[str, dict[str, floa
     focus noun carries most of it."""
     rule, focus, particle = question_type(question)
     features = {f"rule={rule}": 1.0}
-    wh = next((form for form in question.forms if form in _WH_WORDS), None)
+    wh = next((form for form in question.forms if form in WH_WORDS), None)
     if wh is not None:
         features[f"wh={wh}"] = 1.0
         features[f"wh={wh}|{particle}"] = 1.0

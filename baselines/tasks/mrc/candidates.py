@@ -35,16 +35,16 @@ _TYPE_WORDS = {
     "thing": {"무엇", "뭐", "이름", "명칭", "제목"},
 }
 _WORD_TYPE = {word: kind for kind, words in _TYPE_WORDS.items() for word in words}
-_WH_WORDS = frozenset({"누구", "어디", "언제", "얼마", "몇", "왜", "어떻", "무엇", "뭐", "어떤", "어느"})
+WH_WORDS = frozenset({"누구", "어디", "언제", "얼마", "몇", "왜", "어떻", "무엇", "뭐", "어떤", "어느"})
 _NOUN_TAGS = frozenset({"NNG", "NNP", "NNB", "NP", "NR"})
 _SYMBOL_TAGS = frozenset({"SF", "SP", "SS", "SE", "SO", "SW"})
 _FUNCTIONAL = frozenset({"VCP", "VCN", "XSV", "XSA"})
 _NOMINAL = frozenset({"NNG", "NNP", "NNB", "NR", "SN", "SL", "SH", "XSN"})
 
 # What follows a candidate inside its eojeol: the particle tells its role (subject, object, place ...).
-_NEXT_KINDS = ("JKS", "JKO", "JKB", "JX", "JKG", "JC", "J", "VCP", "E", "SYM", "END", "OTHER")
-_SPAN_KINDS = ("number", "date", "counted", "proper", "latin", "quoted", "last_NNP", "last_NNG", "last_NNB",
-               "last_SN", "last_SL", "last_XSN", "last_SS", "last_other", "after_adnominal", "after_genitive")
+NEXT_KINDS = ("JKS", "JKO", "JKB", "JX", "JKG", "JC", "J", "VCP", "E", "SYM", "END", "OTHER")
+SPAN_KINDS = ("number", "date", "counted", "proper", "latin", "quoted", "last_NNP", "last_NNG", "last_NNB",
+              "last_SN", "last_SL", "last_XSN", "last_SS", "last_other", "after_adnominal", "after_genitive")
 _BASE_FEATURES = (
     "sentence_share", "sentence_relative", "sentence_rank0", "sentence_rank1", "sentence_rank2",
     "left3", "right3", "left10", "right10", "sentence_rest", "nearest_left", "nearest_right", "span_in_question",
@@ -55,9 +55,9 @@ _BASE_FEATURES = (
     "focus_similarity", "wh_similarity", "similarity_unknown",
     "sentence_soft", "left3_soft", "right3_soft", "left10_soft", "right10_soft",
 )
-FEATURE_NAMES = (_BASE_FEATURES + tuple(f"span_{kind}" for kind in _SPAN_KINDS)
-                 + tuple(f"next_{kind}" for kind in _NEXT_KINDS)
-                 + tuple(f"{qtype}|{kind}" for qtype in QUESTION_TYPES for kind in _SPAN_KINDS + _NEXT_KINDS))
+FEATURE_NAMES = (_BASE_FEATURES + tuple(f"span_{kind}" for kind in SPAN_KINDS)
+                 + tuple(f"next_{kind}" for kind in NEXT_KINDS)
+                 + tuple(f"{qtype}|{kind}" for qtype in QUESTION_TYPES for kind in SPAN_KINDS + NEXT_KINDS))
 FEATURE_INDEX = {name: index for index, name in enumerate(FEATURE_NAMES)}
 
 
@@ -112,9 +112,9 @@ def question_type(question: Analysis) -> tuple[str, str | None, str]:
     """(type, focus noun, the particle after the wh-word): '사고 비행기의 목적지는?' -> ('other', '목적지', '-');
     '누가 ...?' -> ('person', None, 'JKS')."""
     tags = question.sejong_tags
-    nouns = [i for i, tag in enumerate(tags) if tag in _NOUN_TAGS and question.forms[i] not in _WH_WORDS]
+    nouns = [i for i, tag in enumerate(tags) if tag in _NOUN_TAGS and question.forms[i] not in WH_WORDS]
     focus = question.forms[nouns[-1]] if nouns else None
-    wh = next((i for i, form in enumerate(question.forms) if form in _WH_WORDS), None)
+    wh = next((i for i, form in enumerate(question.forms) if form in WH_WORDS), None)
     particle = "-"
     if wh is not None and wh + 1 < len(tags) and tags[wh + 1].startswith("J"):
         particle = tags[wh + 1]
@@ -329,7 +329,7 @@ class QuestionContext:
         # '곳' is near '동사무소', '누구' near '대신' and not '유언비어'.
         pairs = list(zip(question.forms, question.tags))
         self.asked_for = {"focus_similarity": next((pair for pair in pairs if pair[0] == focus), None),
-                          "wh_similarity": next((pair for pair in pairs if pair[0] in _WH_WORDS), None)}
+                          "wh_similarity": next((pair for pair in pairs if pair[0] in WH_WORDS), None)}
         self.sentence_eojeols: dict[int, list[int]] = {}
         for eojeol, sentence in enumerate(self.match.eojeol_sentence):
             self.sentence_eojeols.setdefault(sentence, []).append(eojeol)
