@@ -131,13 +131,18 @@ def sentence_ranking(scores: np.ndarray) -> list[int]:
     return sorted(range(len(scores)), key=lambda s: (-scores[s], s))
 
 
+def _rank(scores: np.ndarray, sentence: int) -> int:
+    """The place of `sentence` in sentence_ranking(scores), without sorting."""
+    return int((scores > scores[sentence]).sum() + (scores[:sentence] == scores[sentence]).sum())
+
+
 def best_retrieval(questions: Sequence[tuple[SentenceTerms, int]], depth: int) -> Retrieval:
     """The setting of the grid under which most of the (terms, answer sentence) pairs rank their answer
     sentence within the first `depth`; ties go to the larger mean reciprocal rank, then to the first setting
     of the grid."""
     best, best_key = Retrieval(), None
     for setting in (Retrieval(k1, b, share) for k1 in BM25_K1 for b in BM25_B for share in NEIGHBOUR_SHARES):
-        ranks = np.array([sentence_ranking(bm25_scores(terms, setting)).index(gold) for terms, gold in questions])
+        ranks = np.array([_rank(bm25_scores(terms, setting), gold) for terms, gold in questions])
         key = (float(np.mean(ranks < depth)), float(np.mean(1.0 / (1 + ranks)))) if len(ranks) else (0.0, 0.0)
         if best_key is None or key > best_key:
             best, best_key = setting, key

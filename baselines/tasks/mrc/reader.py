@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Integral
 from typing import Sequence
 
@@ -233,6 +233,11 @@ class SpanRanker(TaskModel, BaseEstimator):
     @staticmethod
     def _rows(view: QuestionView, entities: Sequence, expected: np.ndarray) -> sparse.csr_matrix:
         """The candidates' unscaled rows: the view's features, then the typed ones."""
+        if not len(entities) and not expected.any():
+            # Nothing typed (no tagger): the view's own arrays, read as wider rows, not a copy of them.
+            features = view.features
+            return sparse.csr_matrix((features.data, features.indices, features.indptr),
+                                     shape=(features.shape[0], len(_ALL_FEATURES)))
         exact, inside = span_types(view.spans, entities)
         shapes = view.features[:, SHAPE_COLUMNS]
         return sparse.hstack([view.features, typed_features(exact, inside, expected, shapes)], format="csr")
@@ -292,7 +297,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         margin = ranked[0] - ranked[1] if len(ranked) > 1 else (1.0 if len(ranked) else 0.0)
         probability = 1.0 / np.exp(scores - top).sum() if len(ranked) else 0.0
         best = int(np.argmax(scores)) if len(scores) else 0
-        top_share = float(view.features[best, FEATURE_INDEX["sentence_share"]]) if len(scores) else 0.0
+        top_share = float(rows[best, FEATURE_INDEX["sentence_share"]]) if len(scores) else 0.0
         # How well the best span's type fits what the question expects, and how well the best fitting
         # candidate of the kept sentences does: a question whose expected type is nowhere is likely
         # unanswerable.
@@ -406,7 +411,10 @@ class SpanRanker(TaskModel, BaseEstimator):
                 gold.extend(chunk_gold)
             for offset, (view, block, positive) in enumerate(zip(views, rows, positives)):
                 if first + offset in calibrating:
-                    kept[first + offset] = (view, block, positive, expected[first + offset])
+                    # The rows hold the view's features: kept twice, they were what took the fit on the
+                    # official train file's size over 4 GB.
+                    kept[first + offset] = (replace(view, features=None), block, positive, expected[first + offset])
+            del views, rows, positives  # before the next chunk's are built
         for block in blocks:  # in place: a scaled copy beside them would hold the rows twice
             self.scaler_.transform(block, copy=False)
         self.weights_ = self._fit_weights(blocks, gold)
