@@ -12,9 +12,8 @@ from typing import Any, Callable
 import numpy as np
 from scipy import sparse
 
-from baselines.tasks.mrc.passages import (Retrieval, SentenceTerms, bm25_scores, content_counts, content_set,
-                                         matched_share, sentence_ids, sentence_ranking, sentence_terms,
-                                         sentence_weights)
+from baselines.tasks.mrc.passages import (Retrieval, SentenceTerms, bm25_scores, content_set, matched_share,
+                                         sentence_contents, sentence_ranking, sentence_terms, sentence_weights)
 from features.analysis import neighbours, similarity
 from features.morphemes import Analysis, eojeol_spans
 from features.pairs import char_ngrams
@@ -240,9 +239,8 @@ class PassageMatch:
 def question_terms(query: set[str], context: Analysis, related: dict[str, dict[str, float]] | None
                    ) -> tuple[SentenceTerms, array]:
     """The question words' soft term frequencies in the passage's sentences, and each morpheme's sentence."""
-    sentences = sentence_ids(context)
-    sentence_count = (max(sentences) + 1) if len(sentences) else 0
-    return sentence_terms(query, related or {}, content_counts(context, sentences, sentence_count)), sentences
+    sentences, counts = sentence_contents(context)
+    return sentence_terms(query, related or {}, counts), sentences
 
 
 def match_passage(query: set[str], context: Analysis, related: dict[str, dict[str, float]] | None,
@@ -250,14 +248,10 @@ def match_passage(query: set[str], context: Analysis, related: dict[str, dict[st
     """How much of the question (its content morphemes `query`) each part of the passage holds; sentences
     are ranked by `retrieval`."""
     eojeols = context.eojeols
-    terms, sentences = question_terms(query, context, related)
-    sentence_count = terms.frequencies.shape[1]
-    bounds = [[None, None] for _ in range(sentence_count)]
-    for index, sentence in enumerate(sentences):
-        if bounds[sentence][0] is None:
-            bounds[sentence][0] = index
-        bounds[sentence][1] = index + 1
-    sentence_words = [content_set(context, *bound) if bound[0] is not None else set() for bound in bounds]
+    sentences, counts = sentence_contents(context)
+    terms = sentence_terms(query, related or {}, counts)
+    sentence_count = len(counts)
+    sentence_words = [set(count) for count in counts]
     weights = sentence_weights(query, sentence_words)
     shares = [matched_share(words & query, weights) for words in sentence_words]
 

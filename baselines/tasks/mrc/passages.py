@@ -90,7 +90,7 @@ class SentenceTerms:
 
 def sentence_terms(query: Iterable[str], related: dict[str, dict[str, float]], counts: list[Counter]
                    ) -> SentenceTerms:
-    """`counts` are the content morphemes of each sentence (content_counts)."""
+    """`counts` are the content morphemes of each sentence (sentence_contents)."""
     words = sorted(query)
     frequencies = np.zeros((len(words), len(counts)))
     for row, word in enumerate(words):
@@ -101,13 +101,15 @@ def sentence_terms(query: Iterable[str], related: dict[str, dict[str, float]], c
     return SentenceTerms(words, frequencies, np.array([sum(c.values()) for c in counts], dtype=float))
 
 
-def content_counts(analysis: Analysis, sentences, sentence_count: int) -> list[Counter]:
-    """The lower-cased content morphemes of each sentence with their counts, light forms left out."""
-    counts = [Counter() for _ in range(sentence_count)]
+def sentence_contents(analysis: Analysis) -> tuple[array, list[Counter]]:
+    """Each morpheme's sentence (sentence_ids), and the lower-cased content morphemes of each sentence with
+    their counts, light forms left out (a sentence's content_set is the set of its counts' keys)."""
+    sentences = sentence_ids(analysis)
+    counts = [Counter() for _ in range((max(sentences) + 1) if len(sentences) else 0)]
     for index, (form, tag) in enumerate(zip(analysis.forms, analysis.tags)):
         if to_sejong(tag) in CONTENT_TAGS and form not in LIGHT_FORMS:
             counts[sentences[index]][form.lower()] += 1
-    return counts
+    return sentences, counts
 
 
 def bm25_scores(terms: SentenceTerms, retrieval: Retrieval) -> np.ndarray:
