@@ -342,13 +342,21 @@ class SpanRanker(TaskModel, BaseEstimator):
         return [question_type_features(q, related_words(q, self.neighbours))
                 for q in analyze(r.question for r in records)]
 
-    def _expected(self, records: Sequence[MrcQuestion]) -> np.ndarray:
-        """Each question's probabilities of ANSWER_TYPES (zeros without a type classifier)."""
-        expected = np.zeros((len(records), len(ANSWER_TYPES)))
-        if self.type_model_ is not None and len(records):
-            columns = [ANSWER_TYPES.index(kind) for kind in self.type_model_.classes_]
-            expected[:, columns] = self.type_model_.predict_proba(self._type_features(records))
-        return expected
+    @staticmethod
+    def _over_answer_types(probabilities: np.ndarray, classes: Sequence[str]) -> np.ndarray:
+        """Probabilities over `classes` as columns of ANSWER_TYPES (0 for a type the classes lack)."""
+        spread = np.zeros((len(probabilities), len(ANSWER_TYPES)))
+        spread[:, [ANSWER_TYPES.index(kind) for kind in classes]] = probabilities
+        return spread
+
+    def _expected(self, records: Sequence[MrcQuestion], features: list[dict[str, float]] | None = None
+                  ) -> np.ndarray:
+        """Each question's probabilities of ANSWER_TYPES (zeros without a type classifier); `features` are
+        its _type_features when the caller has them."""
+        if self.type_model_ is None or not len(records):
+            return np.zeros((len(records), len(ANSWER_TYPES)))
+        features = self._type_features(records) if features is None else features
+        return self._over_answer_types(self.type_model_.predict_proba(features), self.type_model_.classes_)
 
     def _fit_expected_types(self, records: Sequence[MrcQuestion], y: Sequence[Sequence[str]],
                             entities: dict[str, tuple]) -> np.ndarray:
@@ -362,20 +370,19 @@ class SpanRanker(TaskModel, BaseEstimator):
         labels = [answer_type(records[i].context, answers[i][0], entities[records[i].context]) for i in labelled]
         if self.tagger_ is None or len(set(labels)) < 2:
             return self._expected(records)
-        features = self._type_features([records[i] for i in labelled])
+        features = self._type_features(records)
+        learnt_from = [features[i] for i in labelled]
         model = make_pipeline(DictVectorizer(), LogisticRegression(C=self.type_C, max_iter=1000))
         passages = [records[i].context for i in labelled]
         folds = min(self.calibration_folds, len(set(passages)))
         held_out = None
         if folds >= 2:
-            held_out = cross_val_predict(model, features, labels, groups=passages, cv=GroupKFold(n_splits=folds),
-                                         method="predict_proba")
-        self.type_model_ = model.fit(features, labels)
-        expected = self._expected(records)
+            held_out = cross_val_predict(model, learnt_from, labels, groups=passages,
+                                         cv=GroupKFold(n_splits=folds), method="predict_proba")
+        self.type_model_ = model.fit(learnt_from, labels)
+        expected = self._expected(records, features)
         if held_out is not None:
-            columns = [ANSWER_TYPES.index(kind) for kind in sorted(set(labels))]
-            expected[np.array(labelled)[:, None], np.array(columns)[None, :]] = held_out
-            expected[np.array(labelled)[:, None], np.setdiff1d(np.arange(len(ANSWER_TYPES)), columns)] = 0.0
+            expected[labelled] = self._over_answer_types(held_out, sorted(set(labels)))
         return expected
 
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "SpanRanker":
