@@ -427,45 +427,29 @@ class SpanRanker(TaskModel, BaseEstimator):
         self.weights_ = self._fit_weights(blocks, gold)
         del blocks
         if self.abstain:
-            self._fit_answer_decision(records, y, chosen, kept, self._held_out_scores(records, chosen, kept))
+            self._fit_answer_decision(records, y, chosen, kept)
         else:
             self.answer_model_, self.threshold_, self.wording_model_ = None, -np.inf, None
         return self
 
-    def _folds(self, records: Sequence[MrcQuestion], chosen: np.ndarray) -> tuple[GroupKFold, list[str]]:
-        """The folds over the chosen training questions (by passage), and the passage of each."""
+    def _fit_answer_decision(self, records, y, chosen: np.ndarray, kept: dict[int, tuple]) -> None:
+        """Out-of-fold best spans of the chosen training questions (folds by passage) teach when to answer;
+        `kept` holds their views, rows, gold marks and expected types, by question index."""
         groups = [records[i].context for i in chosen]
-        return GroupKFold(n_splits=min(self.calibration_folds, len(set(groups)))), groups
-
-    def _held_out_scores(self, records, chosen: np.ndarray, kept: dict[int, tuple]) -> dict[int, np.ndarray]:
-        """The candidates' scores of each chosen training question by a ranker that did not learn from its
-        passage (grouped folds): what the no-answer decision learns from."""
-        folds, groups = self._folds(records, chosen)
-        held_out = {}
+        folds = GroupKFold(n_splits=min(self.calibration_folds, len(set(groups))))
+        wording = self._fit_wording_model([records[i].question for i in chosen], [bool(y[i]) for i in chosen],
+                                          groups, folds)
+        rows, outcomes, rouges, passages = [], [], [], []
         for inner_train, inner_test in folds.split(chosen, groups=groups):
             inner_rows, inner_gold = self._kept_rows([kept[chosen[i]][1] for i in inner_train],
                                                      [kept[chosen[i]][2] for i in inner_train])
             if inner_rows is None:
                 raise ValueError("no training question has its answer among the candidate spans")
             weights = self._fit_weights([self.scaler_.transform(inner_rows, copy=False)], inner_gold)
-            for i in chosen[inner_test]:
-                held_out[i] = self._scores(kept[i][1], weights)
-        return held_out
-
-    def _fit_answer_decision(self, records, y, chosen: np.ndarray, kept: dict[int, tuple],
-                             held_out: dict[int, np.ndarray]) -> None:
-        """Out-of-fold best spans of the chosen training questions (folds by passage) teach when to answer;
-        `kept` holds their views, rows, gold marks and expected types, and `held_out` their candidates'
-        held-out scores, by question index."""
-        folds, groups = self._folds(records, chosen)
-        wording = self._fit_wording_model([records[i].question for i in chosen], [bool(y[i]) for i in chosen],
-                                          groups, folds)
-        rows, outcomes, rouges, passages = [], [], [], []
-        for _inner_train, inner_test in folds.split(chosen, groups=groups):
             for position, i in zip(inner_test, chosen[inner_test]):
                 view, block, positive, expected = kept[i]
                 passages.append(records[i].context)  # the rows come fold by fold, not in `chosen` order
-                scores = held_out[i]
+                scores = self._scores(block, weights)
                 rows.append(self._question_features(view, block, expected, scores, wording[position]))
                 if not y[i]:
                     outcomes.append(_UNANSWERABLE)
