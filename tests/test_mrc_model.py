@@ -142,5 +142,33 @@ def test_a_reader_owns_its_memo_of_views_and_memory_shares_them(tmp_path):
     assert any((tmp_path / "views").rglob("*.pkl"))  # cached on disk for other readers and processes
     again = clone(shared)._views(records)
     for mine, cached, fresh in zip(views, built, again):
-        assert mine.spans == cached.spans == fresh.spans
-        assert (mine.features != fresh.features).nnz == 0
+        assert mine.spans == cached.spans == fresh.spans  # the fitted reader's retrieval setting keeps 3 of 3
+        assert (cached.features != fresh.features).nnz == 0
+
+
+def test_a_lone_bound_noun_is_no_candidate_but_a_year_read_as_one_is():
+    texts = candidate_texts("그가 상을 받은 것은 1989년이다. 그럴 수 있다.")
+    assert "것" not in texts and "수" not in texts  # bound nouns need the words before them
+    assert "1989년" in texts and "받은 것" in texts
+
+
+def test_a_surname_with_a_title_answers_with_the_full_name_the_passage_gave():
+    question, context = analyze(["스마트카드 개발을 이끈 사람의 이름은?",
+                                 "강승훈 코나아이 대표가 회사를 세웠다. 강 대표는 스마트카드 개발을 이끌었다."])
+    view = question_view(question, context, 3, 4, 40)
+    texts = [context.text[start:end] for start, end in view.spans]
+    assert "강" not in texts  # the surname alone stands for the name
+    named = [i for i, text in enumerate(texts) if text == "강승훈"]
+    assert len(named) == 2  # the full name itself, and the surname in the second sentence answering with it
+    # The second one keeps the features of where it stands: its sentence holds the question's words.
+    shares = sorted(view.features[i, FEATURE_INDEX["sentence_share"]] for i in named)
+    assert shares[0] < shares[1]
+
+
+def test_a_span_that_holds_the_unit_the_question_counts_in_is_marked():
+    question, context = analyze(["이 영화관은 외국 영화를 몇 편 상영했나?",
+                                 "이 영화관은 작년에 외국 영화 440편과 한국 영화 577개를 상영했다."])
+    view = question_view(question, context, 3, 4, 40)
+    marked = {context.text[start:end] for (start, end), value in
+              zip(view.spans, view.features[:, FEATURE_INDEX["asked_unit_in_span"]].toarray().ravel()) if value}
+    assert "440편" in marked and "577개" not in marked and "이 영화관" not in marked

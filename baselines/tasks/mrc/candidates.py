@@ -52,7 +52,8 @@ _BASE_FEATURES = (
     "left_extendable", "right_extendable", "weighted_proximity", "bigrams_left", "bigrams_right",
     "span_bigrams_in_question", "head_predicate_in_question", "head_predicate_near", "modifier_in_question",
     "focus_similarity", "wh_similarity", "similarity_unknown",
-    "sentence_soft", "left3_soft", "right3_soft", "left10_soft", "right10_soft",
+    "sentence_soft", "left3_soft", "right3_soft", "left10_soft", "right10_soft", "sentence_bm25_relative",
+    "asked_unit_in_span",
 )
 FEATURE_NAMES = (_BASE_FEATURES + tuple(f"span_{kind}" for kind in SPAN_KINDS)
                  + tuple(f"next_{kind}" for kind in NEXT_KINDS)
@@ -201,6 +202,11 @@ def candidate_spans(context: Analysis, tags: list[str], sentences, keep: set[int
         following = tags[j + 1]
         return following[0] in "JE" or following in _FUNCTIONAL or following in _SYMBOL_TAGS
 
+    def lone_bound_noun(first: int, last: int) -> bool:
+        # A bound noun ('것', '수', '때문') needs the words before it; alone it is no answer. A year or a
+        # date that Kiwi reads as one bound noun ('1989년') has digits.
+        return first == last and tags[first] == "NNB" and _hangul(context.forms[first])
+
     ends = [j for j in range(size) if sentences[j] in keep and closes(j)]
     spans = []
     for first in range(size):
@@ -212,7 +218,7 @@ def candidate_spans(context: Analysis, tags: list[str], sentences, keep: set[int
                 continue
             if eojeols[last] - eojeols[first] >= max_eojeols:
                 break
-            if 0 < context.ends[last] - start <= max_chars:
+            if 0 < context.ends[last] - start <= max_chars and not lone_bound_noun(first, last):
                 spans.append((first, last))
     return spans
 
@@ -225,6 +231,7 @@ class PassageMatch:
     weights: dict[str, float]  # each question word's IDF over the sentences
     shares: list[float]  # the weighted share of the question each sentence holds as such
     soft_shares: list[float]  # the same with near words
+    scores: np.ndarray  # each sentence's retrieval score (bm25_scores)
     ranking: list[int]  # sentences, the best match first (by the question's Retrieval)
     eojeol_words: list[set[str]]  # the question words in each eojeol
     eojeol_near: list[dict[str, float]]  # the question words each eojeol holds a near word of, and how near
@@ -283,8 +290,9 @@ def match_passage(query: set[str], context: Analysis, related: dict[str, dict[st
     for eojeol, words in enumerate(eojeol_words):
         if words:
             matched_in_sentence[eojeol_sentence[eojeol]].append(eojeol)
+    scores = bm25_scores(terms, retrieval)
     return PassageMatch(
-        sentences, weights, shares, soft_shares, sentence_ranking(bm25_scores(terms, retrieval)),
+        sentences, weights, shares, soft_shares, scores, sentence_ranking(scores),
         eojeol_words, eojeol_near, eojeol_sentence, matched_in_sentence,
         matched_share(passage_words & query, weights), soft_share(passage_matches, weights),
         len(query - passage_words), len(query) - len(passage_matches))
@@ -312,6 +320,9 @@ class QuestionContext:
         self.total_weight = math.fsum(self.weights.values())
         self.eojeol_count = len(self.match.eojeol_words)
         self.rank_of = {sentence: rank for rank, sentence in enumerate(self.match.ranking)}
+        self.best_score = float(self.match.scores.max()) if len(self.match.scores) else 0.0
+        self.asked_unit = asked_unit(question)
+        self.full_names = full_names(context, self.tags)
         self.best_share = self.match.shares[self.match.ranking[0]] if self.match.ranking else 0.0
         self.kept_sentences = set(self.match.ranking[:top_sentences])
         self.squeezed_question = "".join(question.text.split())
@@ -402,6 +413,7 @@ def sentence_coverage(q: QuestionContext, c: Candidate) -> dict[str, float]:
         "left3_soft": q.soft_window(s, e1 - 3, e1), "right3_soft": q.soft_window(s, e2 + 1, e2 + 4),
         "left10_soft": q.soft_window(s, e1 - 10, e1), "right10_soft": q.soft_window(s, e2 + 1, e2 + 11),
         "sentence_rest": matched_share(rest, q.weights),
+        "sentence_bm25_relative": float(q.match.scores[s]) / q.best_score if q.best_score > 0 else 0.0,
     }
 
 
@@ -494,6 +506,16 @@ def span_kind(q: QuestionContext, c: Candidate) -> dict[str, float]:
     return features
 
 
+def unit_match(q: QuestionContext, c: Candidate) -> dict[str, float]:
+    """Whether the span holds the unit the question counts in ('몇 편' -> '440편')."""
+    if q.asked_unit is None:
+        return {}
+    forms = q.context.forms[c.first:c.last + 1]
+    # '몇 년도' is answered in '년', '몇 명' in '명': the unit's first syllable is what the answer has.
+    return {"asked_unit_in_span": float(any(form.lower() == q.asked_unit[0] or form.lower() == q.asked_unit
+                                            for form in forms))}
+
+
 def span_bigrams(q: QuestionContext, c: Candidate) -> dict[str, float]:
     """The share of the span's character bigrams that the question has."""
     bigrams = char_ngrams(c.text, 2)
@@ -517,7 +539,54 @@ def predicate_links(q: QuestionContext, c: Candidate) -> dict[str, float]:
 
 FEATURE_GROUPS = (sentence_coverage, nearest_match, question_echo, span_shape, nearby_question_words,
                   phrase_boundary, focus_position, asked_for_similarity, following_particle, span_kind,
-                  span_bigrams, predicate_links)
+                  span_bigrams, predicate_links, unit_match)
+
+
+def asked_unit(question: Analysis) -> str | None:
+    """The unit a question counts in: the noun after its '몇' ('몇 편' -> '편'), lower-cased; None if it has
+    none."""
+    forms, tags = question.forms, question.sejong_tags
+    for index in range(len(forms) - 1):
+        if forms[index] == "몇" and tags[index + 1] in _NOUN_TAGS:
+            return forms[index + 1].lower()
+    return None
+
+
+def _hangul(text: str) -> bool:
+    return bool(text) and all("가" <= char <= "힣" for char in text)
+
+
+def full_names(context: Analysis, tags: list[str]) -> dict[str, list[tuple[int, int]]]:
+    """The (start, end) of every proper noun run of 2 to 4 Hangul syllables that opens an eojeol ('강승훈'),
+    by its first syllable: news text names a person in full once and then by surname and title ('강
+    대표'), and the question asks for the full name."""
+    names: dict[str, list[tuple[int, int]]] = {}
+    eojeols, size = context.eojeols, len(tags)
+    for first in range(size):
+        if tags[first] != "NNP" or (first > 0 and eojeols[first - 1] == eojeols[first]):
+            continue
+        last = first
+        while last + 1 < size and eojeols[last + 1] == eojeols[first] and tags[last + 1] == "NNP":
+            last += 1
+        start, end = context.starts[first], context.ends[last]
+        text = context.text[start:end]
+        if 2 <= len(text) <= 4 and _hangul(text):
+            names.setdefault(text[0], []).append((start, end))
+    return names
+
+
+def answer_span(q: QuestionContext, c: Candidate) -> tuple[int, int]:
+    """The characters a candidate answers with: a surname on its own (one Hangul syllable tagged NNP, as in
+    '강 대표는') stands for the full name the passage gives elsewhere, the nearest one before it, else the
+    first after; any other candidate, its own text."""
+    if c.first != c.last or q.tags[c.first] != "NNP" or len(c.text) != 1 or not _hangul(c.text):
+        return c.start, c.end
+    names = q.full_names.get(c.text, [])
+    before = [name for name in names if name[1] <= c.start]
+    if before:
+        return before[-1]
+    after = [name for name in names if name[0] >= c.end]
+    return after[0] if after else (c.start, c.end)
 
 
 def question_view(question: Analysis, context: Analysis, top_sentences: int, max_eojeols: int,
@@ -534,7 +603,7 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
         row: dict[str, float] = {}
         for group in FEATURE_GROUPS:
             row.update(group(q, candidate))
-        spans.append((candidate.start, candidate.end))
+        spans.append(answer_span(q, candidate))
         rows.append(row)
     columns = [[FEATURE_INDEX[name] for name in row] for row in rows]
     features = sparse.csr_matrix(
