@@ -11,6 +11,7 @@ from baselines.tasks.mrc import (FEATURE_INDEX, MrcAnswer, MrcQuestion, SpanRank
                                  question_view, related_words, targets)
 from features.analysis import analyze
 from baselines.tasks.mrc.passages import sentence_ids
+from baselines.tasks.mrc.reader import DECISION_C
 
 NAMES = ["김철수", "이영희", "박민수", "최지우", "정하늘", "강다은", "윤서준", "한지민"]
 CITIES = ["서울", "부산", "대구", "광주", "대전", "울산", "인천", "제주"]
@@ -72,6 +73,7 @@ def test_ranker_learns_a_planted_pattern_and_survives_persistence(tmp_path):
         >= 0.9 * len(answerable)
     unanswerable = [text for r, (text, _start) in zip(test, predicted) if r.is_impossible]
     assert sum(text == "" for text in unanswerable) >= 0.8 * len(unanswerable)
+    assert model.decision_C_ in DECISION_C  # the decision's penalty, chosen on the training questions
     rows = get_task("mrc").predict(model, test)
     assert all(r.context[row["start"]:row["end"]] == row["answer"] for r, row in zip(test, rows))
     # A declined question still shows the span the reader would have given, and its belief in it.

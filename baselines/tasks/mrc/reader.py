@@ -83,6 +83,15 @@ _UNANSWERABLE, _WRONG, _CORRECT = 0, 1, 2
 _ALL_FEATURES = FEATURE_NAMES + TYPED_FEATURE_NAMES  # the columns of a question's candidate rows
 _TYPED_INDEX = {name: len(FEATURE_NAMES) + index for index, name in enumerate(TYPED_FEATURE_NAMES)}
 _EXPECTED_ENTITY = [_TYPED_INDEX[f"expected_{kind}*entity_{kind}"] for kind in ENTITY_TYPES]
+# What the words around the best span say of it: a span that the question's words surround is more often
+# right, which is what the no-answer decision has to weigh.
+_BEST_SPAN_CONTEXT = [FEATURE_INDEX[name] for name in (
+    "left3", "right3", "left10", "right10", "left3_soft", "right3_soft", "weighted_proximity", "nearest_left",
+    "nearest_right", "bigrams_left", "bigrams_right", "head_predicate_in_question", "modifier_in_question",
+    "sentence_relative", "sentence_soft", "focus_after", "focus_before", "wh_particle_match")]
+# The inverse penalties that the no-answer decision's logistic regression chooses from, by the held-out gain
+# of its training questions: about 1,000 questions and 60 features, few of them strong.
+DECISION_C = (0.01, 0.03, 0.1, 0.3, 1.0)
 VIEW_CHUNK = 4000  # training questions whose candidate views are held at once
 
 
@@ -150,6 +159,9 @@ class SpanRanker(TaskModel, BaseEstimator):
         when it does not abstain, or training had only one kind of question).
     answer_model_ : Pipeline or None
         The no-answer decision (None when training had only one kind of question).
+    decision_C_ : float or None
+        The inverse penalty of answer_model_, chosen from DECISION_C by the held-out gain (EM + ROUGE-W) of
+        the training questions.
     threshold_ : float
         The belief above which the reader answers.
 
@@ -303,11 +315,19 @@ class SpanRanker(TaskModel, BaseEstimator):
         # unanswerable.
         agreement = rows[:, _TYPED_INDEX["type_agreement"]].toarray().ravel() if len(scores) else np.zeros(1)
         typed = rows[:, _EXPECTED_ENTITY].toarray() if len(scores) else np.zeros((1, 1))
-        values = [top, margin, probability, top_share, view.best_sentence_share, view.passage_share,
+        shares = np.exp(scores - top) / np.exp(scores - top).sum() if len(ranked) else np.zeros(0)
+        best_start, best_end = view.spans[best] if len(scores) else (0, 0)
+        # The belief in the best span's words, shared with the candidates that overlap it (longer or shorter
+        # cuts of the same phrase).
+        overlap_mass = float(sum(share for share, (start, end) in zip(shares, view.spans)
+                                 if start < best_end and best_start < end))
+        around = rows[best, _BEST_SPAN_CONTEXT].toarray().ravel() if len(scores) else np.zeros(len(_BEST_SPAN_CONTEXT))
+        values = [top, margin, probability, overlap_mass, top_share, view.best_sentence_share, view.passage_share,
                   math.log1p(len(scores)),
                   math.log1p(view.question_words), math.log1p(view.missing_words), view.passage_soft_share,
                   math.log1p(view.unrelated_words), float(agreement[best]), float(typed.max()), wording]
-        return np.concatenate([values, [float(view.question_type == kind) for kind in QUESTION_TYPES], expected])
+        return np.concatenate([values, around, [float(view.question_type == kind) for kind in QUESTION_TYPES],
+                               expected])
 
     @staticmethod
     def _positives(view: QuestionView, context: str, answers: Sequence[str]) -> np.ndarray:
@@ -429,7 +449,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         if self.abstain:
             self._fit_answer_decision(records, y, chosen, kept)
         else:
-            self.answer_model_, self.threshold_, self.wording_model_ = None, -np.inf, None
+            self.answer_model_, self.threshold_, self.wording_model_, self.decision_C_ = None, -np.inf, None, None
         return self
 
     def _fit_answer_decision(self, records, y, chosen: np.ndarray, kept: dict[int, tuple]) -> None:
@@ -460,20 +480,25 @@ class SpanRanker(TaskModel, BaseEstimator):
                 start, end = view.spans[best] if best >= 0 else (0, 0)
                 rouges.append(max(scoring.mrc_rouge_w(records[i].context[start:end], g) for g in y[i]))
         rows, outcomes, rouges = np.array(rows), np.array(outcomes), np.array(rouges)
-        self.answer_model_ = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=1000))
         if len(set(outcomes)) < 2:  # nothing to decide: always answer, or never
-            self.answer_model_ = None
+            self.answer_model_, self.decision_C_ = None, None
             self.threshold_ = -np.inf if outcomes[0] != _UNANSWERABLE else np.inf
             return
-        held_out = cross_val_predict(self.answer_model_, rows, outcomes, groups=passages,
-                                     cv=GroupKFold(n_splits=folds.n_splits), method="predict_proba")
-        self.answer_model_.fit(rows, outcomes)
-        advantage = self._advantage(held_out, self.answer_model_.classes_)
         # Answering earns the span's EM and ROUGE; declining earns both for an unanswerable question.
         gain_answer = (outcomes == _CORRECT) + rouges
         gain_decline = 2.0 * (outcomes == _UNANSWERABLE)
-        candidates = np.concatenate([[-np.inf], np.sort(advantage)])
-        totals = [gain_answer[advantage > t].sum() + gain_decline[advantage <= t].sum() for t in candidates]
+        choices = []
+        for C in DECISION_C:  # the penalty whose held-out beliefs earn most, the smallest C on a tie
+            model = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=1000))
+            held_out = cross_val_predict(model, rows, outcomes, groups=passages,
+                                         cv=GroupKFold(n_splits=folds.n_splits), method="predict_proba")
+            advantage = self._advantage(held_out, np.unique(outcomes))
+            candidates = np.concatenate([[-np.inf], np.sort(advantage)])
+            totals = [gain_answer[advantage > t].sum() + gain_decline[advantage <= t].sum() for t in candidates]
+            choices.append((max(totals), -C, model, candidates, totals))
+        _total, negative_C, self.answer_model_, candidates, totals = max(choices, key=lambda choice: choice[:2])
+        self.decision_C_ = -negative_C
+        self.answer_model_.fit(rows, outcomes)
         best = int(np.argmax(totals))
         # Halfway to the next observed advantage, not on the last question answered or declined.
         above = candidates[best + 1] if best + 1 < len(candidates) else candidates[best] + 1.0
