@@ -126,11 +126,18 @@ def load_model(path: Path, task: str, versions: dict[str, str]) -> tuple[Any, di
         raise ModelFileError(f"{path}: damaged model file (the model's bytes do not match the sha256 in its "
                              f"header)")
     if metadata["payload_format"] == "skops":
-        return _load_skops(path, payload), metadata
-    try:
-        model = joblib.load(io.BytesIO(payload))
-    except Exception as error:  # joblib raises many kinds for a damaged payload
-        raise ModelFileError(f"{path}: not a readable model ({type(error).__name__}: {error})") from None
+        model = _load_skops(path, payload)
+    else:
+        try:
+            model = joblib.load(io.BytesIO(payload))
+        except Exception as error:  # joblib raises many kinds for a damaged payload
+            raise ModelFileError(f"{path}: not a readable model ({type(error).__name__}: {error})") from None
+    # The package version stays while a model's features change between commits: a model that can tell
+    # what it was fitted on says so here, not with a shape error at predict time.
+    mismatch = getattr(model, "layout_mismatch", None)
+    problem = mismatch() if callable(mismatch) else None
+    if problem:
+        raise ModelFileError(f"{path}: {problem}; train the model again with this version")
     return model, metadata
 
 

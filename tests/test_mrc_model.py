@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from baselines.driver import versions
-from baselines.persistence import load_model, save_model
+from baselines.persistence import ModelFileError, load_model, save_model
 from baselines.registry import get_task
 from baselines.scoring import mrc_reader_diagnostics
 from baselines.tasks.mrc import (FEATURE_INDEX, MrcAnswer, MrcQuestion, SpanRanker, candidate_spans, question_type,
@@ -88,6 +90,15 @@ def test_ranker_learns_a_planted_pattern_and_survives_persistence(tmp_path):
     save_model(tmp_path / "mrc.joblib", model, "mrc", "span-ranker", [train_file], versions())
     loaded, _ = load_model(tmp_path / "mrc.joblib", "mrc", versions())
     assert loaded.predict(test) == predicted
+    # A reader fitted by a version with other candidate features is refused when loaded, by its file's name.
+    model.feature_names_ = model.feature_names_[:-2]
+    save_model(tmp_path / "older.joblib", model, "mrc", "span-ranker", [train_file], versions())
+    with pytest.raises(ModelFileError, match=r"older\.joblib: this MRC reader was fitted on \d+ candidate features"):
+        load_model(tmp_path / "older.joblib", "mrc", versions())
+    del model.feature_names_  # saved before readers recorded them
+    save_model(tmp_path / "oldest.joblib", model, "mrc", "span-ranker", [train_file], versions())
+    with pytest.raises(ModelFileError, match="did not record its candidate features"):
+        load_model(tmp_path / "oldest.joblib", "mrc", versions())
 
 
 def test_without_abstaining_the_reader_answers_every_question_with_its_best_span():

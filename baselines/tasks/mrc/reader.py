@@ -164,6 +164,9 @@ class SpanRanker(TaskModel, BaseEstimator):
         the training questions.
     threshold_ : float
         The belief above which the reader answers.
+    feature_names_ : tuple of str
+        The names of the candidates' feature columns it was fitted on (FEATURE_NAMES + TYPED_FEATURE_NAMES
+        then): a saved reader whose columns differ from this version's is refused when loaded.
 
     X is a sequence of MrcQuestion records or of dicts with 'context' and 'question'; y holds the gold
     answer texts of each question ([] for an unanswerable one).
@@ -445,6 +448,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         for block in blocks:  # in place: a scaled copy beside them would hold the rows twice
             self.scaler_.transform(block, copy=False)
         self.weights_ = self._fit_weights(blocks, gold)
+        self.feature_names_ = _ALL_FEATURES
         del blocks
         if self.abstain:
             self._fit_answer_decision(records, y, chosen, kept)
@@ -534,6 +538,19 @@ class SpanRanker(TaskModel, BaseEstimator):
         correct = probabilities[:, column[_CORRECT]] if _CORRECT in column else 0.0
         unanswerable = probabilities[:, column[_UNANSWERABLE]] if _UNANSWERABLE in column else 0.0
         return correct - unanswerable
+
+    def layout_mismatch(self) -> str | None:
+        """What keeps this fitted reader from reading with this version's candidate features (another number
+        or order of columns, or a reader saved before it recorded them); None when it can."""
+        if not hasattr(self, "weights_"):  # not fitted: nothing to compare
+            return None
+        fitted = getattr(self, "feature_names_", None)
+        if fitted is None:
+            return "this MRC reader was saved by a version that did not record its candidate features"
+        if tuple(fitted) != _ALL_FEATURES:
+            return (f"this MRC reader was fitted on {len(fitted)} candidate features, and this version builds "
+                    f"{len(_ALL_FEATURES)}")
+        return None
 
     def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
         """The span ranker's weights of largest size (on standardised features: a positive weight raises a
