@@ -6,7 +6,7 @@ from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Any, Callable
 
 import numpy as np
@@ -15,6 +15,7 @@ from scipy import sparse
 from baselines.tasks.mrc.passages import (Retrieval, SentenceTerms, bm25_scores, content_set, matched_share,
                                          sentence_contents, sentence_ranking, sentence_terms, sentence_weights)
 from features.analysis import neighbours, similarity
+from features.characters import char_class
 from features.morphemes import Analysis, eojeol_spans
 from features.pairs import char_ngrams
 from features.vectorize import neighbour_queries
@@ -322,7 +323,6 @@ class QuestionContext:
         self.rank_of = {sentence: rank for rank, sentence in enumerate(self.match.ranking)}
         self.best_score = float(self.match.scores.max()) if len(self.match.scores) else 0.0
         self.asked_unit = asked_unit(question)
-        self.full_names = full_names(context, self.tags)
         self.best_share = self.match.shares[self.match.ranking[0]] if self.match.ranking else 0.0
         self.kept_sentences = set(self.match.ranking[:top_sentences])
         self.squeezed_question = "".join(question.text.split())
@@ -343,6 +343,11 @@ class QuestionContext:
         self.soft_window = cache(self._soft_window)
         self.bigram_share = cache(self._bigram_share)
         self.head_similarity = cache(self._head_similarity)
+
+    @cached_property
+    def full_names(self) -> dict[str, list[tuple[int, int]]]:
+        """The passage's full_names, worked out only for a question with a lone surname among its candidates."""
+        return full_names(self.context, self.tags)
 
     def within(self, sentence: int, low: int, high: int) -> list[int]:
         """The eojeols of `sentence` from `low` up to `high` (excluded). An eojeol belongs to the sentence of
@@ -553,7 +558,7 @@ def asked_unit(question: Analysis) -> str | None:
 
 
 def _hangul(text: str) -> bool:
-    return bool(text) and all("가" <= char <= "힣" for char in text)
+    return bool(text) and all(char_class(char) == "HG" for char in text)
 
 
 def full_names(context: Analysis, tags: list[str]) -> dict[str, list[tuple[int, int]]]:

@@ -307,28 +307,33 @@ class SpanRanker(TaskModel, BaseEstimator):
                            wording: float) -> np.ndarray:
         """What the no-answer decision knows of a question: how sure the ranker is of its best span, that
         span's sentence and type, how much of the question the passage holds, its type and its wording."""
-        ranked = np.sort(scores)[::-1]
-        top = ranked[0] if len(ranked) else 0.0
-        margin = ranked[0] - ranked[1] if len(ranked) > 1 else (1.0 if len(ranked) else 0.0)
-        probability = 1.0 / np.exp(scores - top).sum() if len(ranked) else 0.0
-        best = int(np.argmax(scores)) if len(scores) else 0
-        top_share = float(rows[best, FEATURE_INDEX["sentence_share"]]) if len(scores) else 0.0
-        # How well the best span's type fits what the question expects, and how well the best fitting
-        # candidate of the kept sentences does: a question whose expected type is nowhere is likely
-        # unanswerable.
-        agreement = rows[:, _TYPED_INDEX["type_agreement"]].toarray().ravel() if len(scores) else np.zeros(1)
-        typed = rows[:, _EXPECTED_ENTITY].toarray() if len(scores) else np.zeros((1, 1))
-        shares = np.exp(scores - top) / np.exp(scores - top).sum() if len(ranked) else np.zeros(0)
-        best_start, best_end = view.spans[best] if len(scores) else (0, 0)
-        # The belief in the best span's words, shared with the candidates that overlap it (longer or shorter
-        # cuts of the same phrase).
-        overlap_mass = float(sum(share for share, (start, end) in zip(shares, view.spans)
-                                 if start < best_end and best_start < end))
-        around = rows[best, _BEST_SPAN_CONTEXT].toarray().ravel() if len(scores) else np.zeros(len(_BEST_SPAN_CONTEXT))
+        if len(scores):
+            ranked = np.sort(scores)[::-1]
+            top = ranked[0]
+            margin = ranked[0] - ranked[1] if len(ranked) > 1 else 1.0
+            powers = np.exp(scores - top)
+            total = powers.sum()
+            probability = 1.0 / total
+            best = int(np.argmax(scores))
+            top_share = float(rows[best, FEATURE_INDEX["sentence_share"]])
+            # How well the best span's type fits what the question expects, and how well the best fitting
+            # candidate of the kept sentences does: a question whose expected type is nowhere is likely
+            # unanswerable.
+            agreement = float(rows[:, _TYPED_INDEX["type_agreement"]].toarray().ravel()[best])
+            best_typed = float(rows[:, _EXPECTED_ENTITY].toarray().max())
+            best_start, best_end = view.spans[best]
+            # The belief in the best span's words, shared with the candidates that overlap it (longer or
+            # shorter cuts of the same phrase).
+            overlap_mass = float(sum(share for share, (start, end) in zip(powers / total, view.spans)
+                                     if start < best_end and best_start < end))
+            around = rows[best, _BEST_SPAN_CONTEXT].toarray().ravel()
+        else:  # no candidate: nothing to be sure of
+            top = margin = probability = top_share = agreement = best_typed = overlap_mass = 0.0
+            around = np.zeros(len(_BEST_SPAN_CONTEXT))
         values = [top, margin, probability, overlap_mass, top_share, view.best_sentence_share, view.passage_share,
                   math.log1p(len(scores)),
                   math.log1p(view.question_words), math.log1p(view.missing_words), view.passage_soft_share,
-                  math.log1p(view.unrelated_words), float(agreement[best]), float(typed.max()), wording]
+                  math.log1p(view.unrelated_words), agreement, best_typed, wording]
         return np.concatenate([values, around, [float(view.question_type == kind) for kind in QUESTION_TYPES],
                                expected])
 
