@@ -407,6 +407,7 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     if command is not None:
         report["command"] = command
     report["versions"] = driver.versions()
+    report["machine"] = driver.machine()
     path = folder / f"{task}-{name}.json"
     write_json_atomic(path, report)
     return report, path

@@ -84,6 +84,7 @@ def bench_analysis(texts: list[str], num_workers: int | None = None, rounds: int
         "num_workers": num_workers,
         "peak_rss_mb": memory.rounded_peak_mb(),
         "versions": driver.versions(),
+        "machine": driver.machine(),
     }
 
 

@@ -608,6 +608,8 @@ def reproduce_command(ctx, task_codes, results_dir: Path) -> None:
                    results.format_score(c.rerun, digits=4), "same" if c.same else "DIFFERENT"] for c in comparisons])
     different = sum(not c.same for c in comparisons)
     click.echo(f"{len(comparisons) - different} of {len(comparisons)} recorded scores reproduced")
+    for note in reproduce.machine_notes(comparisons, driver.machine()):
+        click.echo(note)
     if different:
         ctx.exit(1)
 

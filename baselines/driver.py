@@ -95,7 +95,16 @@ def versions() -> dict[str, str]:
     import sklearn
 
     return {"python": platform.python_version(), "klue_baselines": baselines.__version__,
-            "kiwipiepy": kiwipiepy.__version__, "scikit_learn": sklearn.__version__, "numpy": np.__version__}
+            "kiwipiepy": kiwipiepy.__version__, "kiwipiepy_model": analysis.kiwi_model_version(),
+            "scikit_learn": sklearn.__version__, "numpy": np.__version__}
+
+
+def machine() -> dict[str, str]:
+    """What a result may depend on besides the code, the data and the versions: the CPU, and the SIMD kernels
+    Kiwi was asked for (its analyses can differ between kernels)."""
+    return {"architecture": platform.machine(),
+            "cpu": analysis.cpu_info().get("model name") or platform.processor() or "unknown",
+            "kiwi_arch": analysis.kiwi_arch()}
 
 
 @functools.cache
@@ -370,6 +379,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         "seconds": {stage: round(value, 3) for stage, value in watch.stages.items()},
         "peak_rss_mb": memory.rounded_peak_mb(),  # this process, from the start of this task
         "versions": versions(),
+        "machine": machine(),
         "code": code_version(),
     }
     if params:

@@ -25,6 +25,7 @@ class RecordedRow:
     task: str
     run: str
     headline: dict[str, float | None]
+    machine: dict[str, str] | None  # where it was recorded (None for a row from before rows recorded it)
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Comparison:
     metric: str
     committed: float | None
     rerun: float | None
+    machine: dict[str, str] | None = None  # where the committed score was recorded
 
     @property
     def same(self) -> bool:
@@ -46,7 +48,7 @@ def recorded_commands(results_dir: Path, task_codes: Sequence[str]) -> dict[str,
     for code in task_codes:
         for run, record in sorted(load_task_results(results_dir, code)["runs"].items()):
             commands.setdefault(record.get("command", ""), []).append(
-                RecordedRow(code, run, dict(record.get("headline", {}))))
+                RecordedRow(code, run, dict(record.get("headline", {})), record.get("machine")))
     return commands
 
 
@@ -97,5 +99,26 @@ def reproduce(results_dir: Path, task_codes: Sequence[str], log: Callable[[str],
             for row in rows:
                 rerun_headline = rerun_runs.get(row.task, {}).get(row.run, {}).get("headline", {})
                 for metric, committed in row.headline.items():
-                    comparisons.append(Comparison(row.task, row.run, metric, committed, rerun_headline.get(metric)))
+                    comparisons.append(Comparison(row.task, row.run, metric, committed, rerun_headline.get(metric),
+                                                  row.machine))
     return comparisons
+
+
+def machine_notes(comparisons: Sequence[Comparison], here: dict[str, str]) -> list[str]:
+    """For the rows whose scores differ, where they were recorded when that is not this machine (`here`, as
+    driver.machine() tells): Kiwi's analyses can differ between SIMD kernels, and with them the scores."""
+    notes = {}
+    for comparison in comparisons:
+        if comparison.same or comparison.machine == here:
+            continue
+        where = ("a machine the row does not name" if comparison.machine is None
+                 else describe_machine(comparison.machine))
+        notes.setdefault(f"{comparison.task} {comparison.run}: recorded on {where}", None)
+    if notes:
+        notes[f"this machine: {describe_machine(here)}"] = None
+    return list(notes)
+
+
+def describe_machine(machine: dict[str, str]) -> str:
+    return (f"{machine.get('cpu', 'an unknown CPU')} ({machine.get('architecture', '?')}), Kiwi kernels "
+            f"{machine.get('kiwi_arch', '?')}")

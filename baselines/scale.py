@@ -167,7 +167,7 @@ def bench_scale(code: str, sizes: Sequence[float] = SIZES, model_name: str | Non
         "fit_exponent": growth_exponent(trained, [point["seconds"]["fit"] for point in points]),
         "fit_predict_exponent": growth_exponent(
             trained, [point["seconds"]["fit"] + point["seconds"]["predict"] for point in points]),
-        "versions": driver.versions(), "code": driver.code_version(),
+        "versions": driver.versions(), "machine": driver.machine(), "code": driver.code_version(),
     }
     full = next((point for point in points if point["size"] == 1), None)
     if full is not None:

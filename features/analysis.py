@@ -9,6 +9,7 @@ import threading
 import time
 from array import array
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, ContextManager, Iterable
 
 from features.cache import AnalysisCache, default_cache_dir
@@ -22,6 +23,47 @@ PROGRESS_MIN_TEXTS = 5000  # smaller batches finish before a bar would tell anyt
 
 
 _TOKEN_FIELDS = operator.attrgetter("form", "tag", "start", "end")
+
+# Kiwi runs its language model with the widest SIMD kernels the CPU has (SSE4.1, AVX2, AVX-512 or NEON), and
+# its output depends on them: its unquantised kernels ("none") move MRC's best span from 20.43 to 19.14 %. The
+# MRC rows recorded on one machine did not come out the same on the next (ROUGE-W 33.41 there, 33.45 here),
+# where other BLAS kernels changed nothing, and SSE4.1 and AVX2 gave the same analyses and MRC scores. So an
+# x86-64 CPU with AVX2, an AVX-512 one included, is asked for AVX2; others keep Kiwi's choice. Kiwi reads the
+# variable when it is created.
+KIWI_ARCH_VARIABLE = "KIWI_ARCH_TYPE"
+COMPARABLE_KIWI_ARCH = "avx2"
+
+
+def cpu_info() -> dict[str, str]:
+    """The first processor's fields as Linux lists them in /proc/cpuinfo ("model name", "flags"...); empty
+    elsewhere."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text(errors="replace").splitlines()
+    except OSError:
+        return {}
+    fields: dict[str, str] = {}
+    for line in lines:
+        if not line.strip():
+            break
+        name, _colon, value = line.partition(":")
+        fields[name.strip()] = value.strip()
+    return fields
+
+
+def kiwi_model_version() -> str:
+    """The version of Kiwi's model package (kiwipiepy-model), "unknown" without it."""
+    try:
+        import kiwipiepy_model
+    except ImportError:
+        return "unknown"
+    return kiwipiepy_model.__version__
+
+
+def kiwi_arch() -> str:
+    """The SIMD kernels Kiwi is asked for: $KIWI_ARCH_TYPE when set, else avx2 where the CPU has it, else
+    "default" (Kiwi's own choice)."""
+    has_avx2 = "avx2" in cpu_info().get("flags", "").split()
+    return os.environ.get(KIWI_ARCH_VARIABLE) or (COMPARABLE_KIWI_ARCH if has_avx2 else "default")
 
 
 def _columns(text: str, tokens) -> Analysis:
@@ -84,6 +126,8 @@ class MorphemeAnalyzer:
             if self._kiwi is None:
                 from kiwipiepy import Kiwi
 
+                if kiwi_arch() != "default":
+                    os.environ[KIWI_ARCH_VARIABLE] = kiwi_arch()
                 self._kiwi = Kiwi(num_workers=self.num_workers)
             return self._kiwi
 
@@ -91,12 +135,8 @@ class MorphemeAnalyzer:
         """Everything that changes an analysis: the analyser's versions and the options used."""
         import kiwipiepy
 
-        try:
-            import kiwipiepy_model
-            model_version = kiwipiepy_model.__version__
-        except ImportError:
-            model_version = "unknown"
-        return f"kiwipiepy={kiwipiepy.__version__};model={model_version};tokenize=default;format=3"
+        return (f"kiwipiepy={kiwipiepy.__version__};model={kiwi_model_version()};arch={kiwi_arch()};"
+                "tokenize=default;format=3")
 
     @property
     def cache(self) -> AnalysisCache | None:

@@ -5,6 +5,7 @@ import multiprocessing
 import pickle
 import sqlite3
 from array import array
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +14,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.pipeline import make_pipeline
 
 from features import align
+from features import analysis as analysis_layer
 from features.analysis import MorphemeAnalyzer, analyze
 from features.cache import CacheWarning
 from features.morphemes import Analysis, eojeol_spans
@@ -119,6 +121,31 @@ def test_cached_analysis_equals_fresh_and_skips_kiwi(tmp_path):
     assert cached == fresh
     assert again.stats.analysed == 0 and again.stats.cache_hits == 3
     assert MorphemeAnalyzer(use_cache=False).analyze(texts) == fresh
+
+
+def test_kiwi_is_asked_for_avx2_kernels_on_a_cpu_that_has_them_and_caches_by_kernels(tmp_path, monkeypatch):
+    """Kiwi's kernels are part of what an analysis depends on: AVX2 where the CPU has it (an AVX-512 CPU
+    too), Kiwi's own choice elsewhere, the user's $KIWI_ARCH_TYPE above both; and the cache keeps apart
+    analyses made with other kernels."""
+    monkeypatch.delenv(analysis_layer.KIWI_ARCH_VARIABLE, raising=False)
+    monkeypatch.setattr(analysis_layer, "cpu_info", lambda: {"model name": "x", "flags": "fpu sse4_1 avx2 avx512bw"})
+    assert analysis_layer.kiwi_arch() == "avx2"
+    with_avx2 = MorphemeAnalyzer(cache_dir=tmp_path).options_key()
+    monkeypatch.setattr(analysis_layer, "cpu_info", lambda: {"flags": "fpu sse4_1"})
+    assert analysis_layer.kiwi_arch() == "default"
+    monkeypatch.setattr(analysis_layer, "cpu_info", lambda: {})
+    assert analysis_layer.kiwi_arch() == "default"
+    monkeypatch.setenv(analysis_layer.KIWI_ARCH_VARIABLE, "sse4_1")
+    assert analysis_layer.kiwi_arch() == "sse4_1"
+    chosen = MorphemeAnalyzer(cache_dir=tmp_path).options_key()
+    assert "arch=avx2" in with_avx2 and "arch=sse4_1" in chosen
+
+
+def test_cpu_info_reads_the_first_processor_or_nothing():
+    info = analysis_layer.cpu_info()
+    assert isinstance(info, dict) and all(isinstance(value, str) for value in info.values())
+    if Path("/proc/cpuinfo").is_file():
+        assert info.get("flags") and "processor" in info
 
 
 def test_neighbours_come_from_kiwi_once_then_from_the_cache(tmp_path, monkeypatch):

@@ -544,11 +544,22 @@ def test_reproduce_reruns_recorded_commands_and_fails_on_a_difference(tmp_path):
     assert "2 of 2 recorded scores reproduced" in same.stdout
 
     data = json.loads((tmp_path / "results" / "nli.json").read_text(encoding="utf-8"))
+    assert data["runs"]["trivial"]["machine"] == driver.machine()
     data["runs"]["trivial"]["headline"]["accuracy"] += 0.0001
     write_json_atomic(tmp_path / "results" / "nli.json", data)
     different = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "reproduce", "ynat", "nli"],
                                cwd=tmp_path, capture_output=True, text=True)
     assert different.returncode == 1 and "DIFFERENT" in different.stdout
+    assert "recorded on" not in different.stdout  # recorded here: the machine does not explain it
+
+    # A row recorded with other kernels says so, with this machine's for comparison.
+    data["runs"]["trivial"]["machine"]["kiwi_arch"] = "avx512vnni"
+    write_json_atomic(tmp_path / "results" / "nli.json", data)
+    elsewhere = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "reproduce", "ynat", "nli"],
+                               cwd=tmp_path, capture_output=True, text=True)
+    assert "nli trivial: recorded on" in elsewhere.stdout and "Kiwi kernels avx512vnni" in elsewhere.stdout
+    assert "ynat trivial" not in elsewhere.stdout.split("reproduced")[-1]  # the same scores need no note
+    assert "this machine: " in elsewhere.stdout
 
 
 def test_all_default_models_give_identical_scores_under_two_hash_seeds(tmp_path):
