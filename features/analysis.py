@@ -25,11 +25,11 @@ PROGRESS_MIN_TEXTS = 5000  # smaller batches finish before a bar would tell anyt
 _TOKEN_FIELDS = operator.attrgetter("form", "tag", "start", "end")
 
 # Kiwi runs its language model with the widest SIMD kernels the CPU has (SSE4.1, AVX2, AVX-512 or NEON), and
-# its output depends on them: its unquantised kernels ("none") move MRC's best span from 20.43 to 19.14 %. The
-# MRC rows recorded on one machine did not come out the same on the next (ROUGE-W 33.41 there, 33.45 here),
-# where other BLAS kernels changed nothing, and SSE4.1 and AVX2 gave the same analyses and MRC scores. So an
-# x86-64 CPU with AVX2, an AVX-512 one included, is asked for AVX2; others keep Kiwi's choice. Kiwi reads the
-# variable when it is created.
+# its output depends on them: its unquantised kernels ("none") move MRC's best span from 20.43 to 19.14 %.
+# The MRC rows recorded on one machine did not come out the same on the next, an AMD EPYC with AVX2 (ROUGE-W
+# 33.41 against 33.45), where other BLAS kernels changed nothing, and where SSE4.1 and AVX2 gave the same
+# analyses and MRC scores. So an x86-64 CPU with AVX2, an AVX-512 one included, is asked for AVX2; others
+# keep Kiwi's choice. Kiwi reads the variable when it is created.
 KIWI_ARCH_VARIABLE = "KIWI_ARCH_TYPE"
 COMPARABLE_KIWI_ARCH = "avx2"
 
@@ -126,8 +126,9 @@ class MorphemeAnalyzer:
             if self._kiwi is None:
                 from kiwipiepy import Kiwi
 
-                if kiwi_arch() != "default":
-                    os.environ[KIWI_ARCH_VARIABLE] = kiwi_arch()
+                arch = kiwi_arch()
+                if arch != "default":
+                    os.environ[KIWI_ARCH_VARIABLE] = arch
                 self._kiwi = Kiwi(num_workers=self.num_workers)
             return self._kiwi
 
