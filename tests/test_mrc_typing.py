@@ -13,8 +13,9 @@ from baselines.driver import versions
 from baselines.persistence import load_model, save_model
 from baselines.registry import get_task
 from baselines.tasks.mrc import MrcAnswer, MrcQuestion, SpanRanker, targets
-from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_NAMES, TYPED_FEATURE_NAMES, answer_type,
-                                              question_type_features, span_types, typed_features)
+from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_NAMES, TYPED_FEATURE_NAMES,
+                                              PassageEntities, answer_type, fitted_tagger, question_type_features, span_types,
+                                              typed_features)
 from baselines.tasks.mrc.passages import (Retrieval, SentenceTerms, best_retrieval, bm25_scores, sentence_ranking,
                                           sentence_terms)
 from features.analysis import analyze
@@ -125,6 +126,36 @@ def test_a_reader_typed_by_an_ner_tagger_keeps_it_and_predicts_without_the_ner_f
     loaded, _metadata = load_model(path, "mrc", versions())
     assert loaded.predict(records) == reader.predict(records)
     assert [r.expected_type for r in loaded.read(records)] == [r.expected_type for r in reader.read(records)]
+
+
+def test_passages_are_tagged_only_in_the_sentences_asked_for_and_each_sentence_once(tmp_path, monkeypatch):
+    from baselines import api
+
+    ner_train = tmp_path / "ner_train.tsv"
+    shutil.copy(sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", ner_train)
+    tagger = fitted_tagger(ner_train, 0)
+    first, second = "삼성전자는 1950년에 서울에서 설립됐다.", "김철수 씨는 2001년 부산으로 갔다."
+    context = f"{first} {second}"
+    tagged: list[str] = []
+    predict = api.predict
+
+    def counting_predict(task, model, pieces):
+        tagged.extend(pieces)
+        return predict(task, model, pieces)
+
+    monkeypatch.setattr(api, "predict", counting_predict)
+    memo = PassageEntities(tagger)
+    later = context.index("김철수")
+    only_second = memo.entities({context: [(later, later + 3)]})[context]
+    assert tagged == [second]
+    assert only_second and all(start >= len(first) for start, _end, _kind in only_second)
+    both = memo.entities({context: [(0, 4), (later, later + 3)]})[context]
+    assert tagged == [second, first]  # the second sentence is not tagged again
+    # The same entities as the tagger finds in each sentence alone, in passage offsets.
+    alone = [(offset + entity["start"], offset + entity["end"], entity["type"])
+             for offset, row in zip((0, len(first) + 1), predict("ner", tagger, [first, second]))
+             for entity in row["entities"]]
+    assert list(both) == sorted(alone)
 
 
 def test_the_reader_diagnostics_are_broken_down_by_what_each_question_asks_for():

@@ -23,8 +23,8 @@ from baselines.estimators import NothingLearnt, TaskModel
 from baselines.explain import strongest
 from baselines.params import AT_LEAST_ONE, COUNT, NON_NEGATIVE, POSITIVE, SEED, HasMethods, Interval
 from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_COLUMNS, TYPED_FEATURE_NAMES,
-                                              answer_type, fitted_tagger, question_type_features, span_types,
-                                              tag_passages, typed_features)
+                                              PassageEntities, answer_type, fitted_tagger, question_type_features,
+                                              span_types, typed_features)
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView, ViewMemo,
                                             content_set, question_terms, question_view, related_words)
 from baselines.tasks.mrc.data import MrcQuestion, as_records
@@ -223,19 +223,19 @@ class SpanRanker(TaskModel, BaseEstimator):
         if self.neighbours:
             neighbours((query for q in questions for query in neighbour_queries(q)), self.neighbours)
 
-    def _entities(self, records: Sequence[MrcQuestion]) -> dict[str, tuple]:
-        """The tagged entities of each passage (none without a tagger), from this reader's memo when its
-        tagger tagged them before."""
-        contexts = list(dict.fromkeys(r.context for r in records))
+    def _entities(self, records: Sequence[MrcQuestion], ranges: Sequence[Sequence[tuple[int, int]]]
+                  ) -> dict[str, tuple]:
+        """The tagged entities of each passage (none without a tagger), in at least the sentences that the
+        (start, end) character ranges of each record touch (its candidates, its answer), from this reader's
+        memo for the sentences its tagger tagged before."""
         if self.tagger_ is None:
-            return dict.fromkeys(contexts, ())
-        if getattr(self, "_entity_memo", None) is None or self._entity_memo[0] is not self.tagger_:
-            self._entity_memo = (self.tagger_, {})
-        memo = self._entity_memo[1]
-        missing = [c for c in contexts if c not in memo]
-        if missing:
-            memo.update(tag_passages(self.tagger_, missing))
-        return {c: memo[c] for c in contexts}
+            return dict.fromkeys((r.context for r in records), ())
+        if getattr(self, "_entity_memo", None) is None or self._entity_memo.tagger is not self.tagger_:
+            self._entity_memo = PassageEntities(self.tagger_)
+        wanted: dict[str, list[tuple[int, int]]] = {}
+        for record, record_ranges in zip(records, ranges):
+            wanted.setdefault(record.context, []).extend(record_ranges)
+        return self._entity_memo.entities(wanted)
 
     def __getstate__(self) -> dict:
         # The memos of views and entities are caches of this process, not learnt state: a saved or copied
@@ -386,8 +386,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         features = self._type_features(records) if features is None else features
         return self._over_answer_types(self.type_model_.predict_proba(features), self.type_model_.classes_)
 
-    def _fit_expected_types(self, records: Sequence[MrcQuestion], y: Sequence[Sequence[str]],
-                            entities: dict[str, tuple]) -> np.ndarray:
+    def _fit_expected_types(self, records: Sequence[MrcQuestion], y: Sequence[Sequence[str]]) -> np.ndarray:
         """Fits type_model_ on the training questions with an answer (a gold one, or a plausible one as the
         ranker learns from), labelled with the type the tagger gives that answer, and returns every training
         question's expected types: held out (folds by passage) for those it learnt from, so that the ranker
@@ -395,8 +394,14 @@ class SpanRanker(TaskModel, BaseEstimator):
         self.type_model_ = None
         answers = [self._ranked_answers(record, gold) for record, gold in zip(records, y)]
         labelled = [i for i, texts in enumerate(answers) if texts]
+        if self.tagger_ is None:
+            return self._expected(records)
+        places = [records[i].context.find(answers[i][0]) for i in labelled]  # where answer_type looks
+        entities = self._entities([records[i] for i in labelled],
+                                  [[(start, start + len(answers[i][0]))] if start >= 0 else []
+                                   for i, start in zip(labelled, places)])
         labels = [answer_type(records[i].context, answers[i][0], entities[records[i].context]) for i in labelled]
-        if self.tagger_ is None or len(set(labels)) < 2:
+        if len(set(labels)) < 2:
             return self._expected(records)
         features = self._type_features(records)
         learnt_from = [features[i] for i in labelled]
@@ -417,9 +422,8 @@ class SpanRanker(TaskModel, BaseEstimator):
         records = self._fit_records(X)
         self._prefetch_neighbours(analyze(r.question for r in records))
         self.tagger_ = fitted_tagger(self.ner_train, self.random_state) if self.ner_train else None
-        entities = self._entities(records)
         self.retrieval_ = self._choose_retrieval(records, y)
-        expected = self._fit_expected_types(records, y, entities)
+        expected = self._fit_expected_types(records, y)
         rng = np.random.default_rng(self.random_state)
         chosen = np.arange(len(records))  # the questions that calibrate the no-answer decision
         if self.abstain and len(chosen) > self.max_calibration_questions:
@@ -432,6 +436,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         for first in range(0, len(records), VIEW_CHUNK):
             chunk = records[first:first + VIEW_CHUNK]
             views = self._views(chunk)
+            entities = self._entities(chunk, [view.spans for view in views])
             rows = [self._rows(view, entities[r.context], expected[first + offset])
                     for offset, (view, r) in enumerate(zip(views, chunk))]
             positives = [self._positives(v, r.context, self._ranked_answers(r, answers))
@@ -566,12 +571,12 @@ class SpanRanker(TaskModel, BaseEstimator):
     def read(self, X: Sequence) -> list[Reading]:
         """Each question's best span, the reader's belief in it and whether it answers with it."""
         records = self._fitted_records(X)
-        entities = self._entities(records)
+        views = self._views(records)
+        entities = self._entities(records, [view.spans for view in views])
         expected = self._expected(records)
         wording = self._wording(records)
         readings = []
-        for record, view, question_expected, question_wording in zip(records, self._views(records), expected,
-                                                                     wording):
+        for record, view, question_expected, question_wording in zip(records, views, expected, wording):
             expected_type = ANSWER_TYPES[int(np.argmax(question_expected))] if self.type_model_ is not None else None
             rows = self._rows(view, entities[record.context], question_expected)
             scores = self._scores(rows, self.weights_)
