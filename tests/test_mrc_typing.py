@@ -14,8 +14,8 @@ from baselines.persistence import load_model, save_model
 from baselines.registry import get_task
 from baselines.tasks.mrc import MrcAnswer, MrcQuestion, SpanRanker, targets
 from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_NAMES, TYPED_FEATURE_NAMES,
-                                              PassageEntities, answer_type, fitted_tagger, question_type_features, span_types,
-                                              typed_features)
+                                              PassageEntities, answer_type, fitted_tagger, question_type_features,
+                                              span_types, typed_features)
 from baselines.tasks.mrc.passages import (Retrieval, SentenceTerms, best_retrieval, bm25_scores, sentence_ranking,
                                           sentence_terms)
 from features.analysis import analyze

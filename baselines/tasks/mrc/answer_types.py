@@ -34,8 +34,8 @@ _taggers: dict[tuple[str, int], Any] = {}  # fitted NER taggers of this process,
 
 def fitted_tagger(ner_train: str | Path, seed: int) -> Any:
     """The NER task's default model fitted on `ner_train` through the public API. Fitting takes two minutes on
-    5,000 sentences (on a 2-core AMD EPYC) and gives the same tagger every time, so this process fits it once per file and seed
-    (a cross-fit refits the reader five times)."""
+    5,000 sentences (on a 2-core AMD EPYC) and gives the same tagger every time, so this process fits it once
+    per file and seed (a cross-fit refits the reader five times)."""
     from baselines import api  # the API reaches every task, this one included
 
     if not Path(ner_train).is_file():
