@@ -565,16 +565,19 @@ def test_reproduce_reruns_recorded_commands_and_fails_on_a_difference(tmp_path):
 def test_all_default_models_give_identical_scores_under_two_hash_seeds(tmp_path):
     """Two processes, two PYTHONHASHSEED values, every default model on the sample: identical metrics. The two
     run at once (each has a core of its own on a 2-core machine), with a Kiwi thread each."""
-    runs = {seed: subprocess.Popen([sys.executable, "-m", "baselines.cli", "-q", "--workers", "1",
-                                    "--cache-dir", str(tmp_path / f"c{seed}"),
-                                    "run", "--results-dir", str(tmp_path / f"results-{seed}")],
-                                   env={**os.environ, "PYTHONHASHSEED": seed}, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True)
-            for seed in ("1", "2")}
+    # stderr goes to files, not pipes: waiting on one process must not leave the other blocked on a full pipe.
+    with (tmp_path / "stderr-1").open("w") as errors_1, (tmp_path / "stderr-2").open("w") as errors_2:
+        runs = {seed: subprocess.Popen([sys.executable, "-m", "baselines.cli", "-q", "--workers", "1",
+                                        "--cache-dir", str(tmp_path / f"c{seed}"),
+                                        "run", "--results-dir", str(tmp_path / f"results-{seed}")],
+                                       env={**os.environ, "PYTHONHASHSEED": seed}, stdout=subprocess.DEVNULL,
+                                       stderr=errors)
+                for seed, errors in (("1", errors_1), ("2", errors_2))}
+        for run in runs.values():
+            run.wait()
     metrics = []
     for seed, run in runs.items():
-        _out, errors = run.communicate()
-        assert run.returncode == 0, errors
+        assert run.returncode == 0, (tmp_path / f"stderr-{seed}").read_text(encoding="utf-8", errors="replace")
         metrics.append({code: json.loads((tmp_path / f"results-{seed}" / f"{code}.json").read_text(encoding="utf-8"))
                         ["runs"][get_task(code).default_model]["metrics"] for code in TASK_CODES})
     assert metrics[0] == metrics[1]
