@@ -286,11 +286,17 @@ def score_mrc(
     return result
 
 
+# The n-best depths at which the MRC diagnostics look for the answer.
+N_BEST_SIZES = (5, 20)
+
+
 def mrc_reader_diagnostics(gold: dict[str, list[str]], predictions: Sequence[dict]) -> dict[str, float]:
     """The two parts of a reader measured apart (not official metrics). The span scorer: EM and ROUGE-W
     of the best span on the answerable questions. The no-answer decision: ROC AUC of the reader's belief
     for telling answerable questions from unanswerable ones. And what the reader would score if it knew
-    which questions have no answer (best span where there is an answer, '' elsewhere)."""
+    which questions have no answer (best span where there is an answer, '' elsewhere). Predictions that all
+    carry an n-best list (the reader's distinct best spans, best first) also get the share of answerable
+    questions with an answer among its first 5 and 20."""
     best = {p["guid"]: p["best_span"] for p in predictions}
     answerable = {guid: answers for guid, answers in gold.items() if answers}
     diagnostics = {}
@@ -298,6 +304,14 @@ def mrc_reader_diagnostics(gold: dict[str, list[str]], predictions: Sequence[dic
         spans = score_mrc(answerable, {guid: best[guid] for guid in answerable})
         diagnostics["best_span_exact_match/answerable"] = spans["exact_match"]
         diagnostics["best_span_rouge_w/answerable"] = spans["rouge_w"]
+        if all(isinstance(p.get("n_best"), list) for p in predictions):
+            # Where the n-best list holds the answer below its first place, the ranking lost it; where the
+            # list lacks it, the candidates or the retrieval did (or a ranking that put it lower still).
+            listed = {p["guid"]: [normalize_mrc_answer(text) for text in p["n_best"]] for p in predictions}
+            for size in N_BEST_SIZES:
+                found = [bool({normalize_mrc_answer(g) for g in answers} & set(listed[guid][:size]))
+                         for guid, answers in answerable.items()]
+                diagnostics[f"top_{size}_exact_match/answerable"] = 100.0 * float(np.mean(found))
     told = score_mrc(gold, {guid: best[guid] if answers else "" for guid, answers in gold.items()})
     diagnostics["told_exact_match"] = told["exact_match"]
     diagnostics["told_rouge_w"] = told["rouge_w"]

@@ -158,6 +158,19 @@ def test_mrc_belief_must_be_a_finite_number_or_null(tmp_path):
     assert guids[0] in error and "'belief'" in error
 
 
+def test_an_mrc_n_best_list_must_be_a_list_of_strings(tmp_path):
+    gold = sample_file("mrc")
+    guids = [q["guid"] for d in json.loads(gold.read_text(encoding="utf-8"))["data"]
+             for p in d["paragraphs"] for q in p["qas"]]
+    rows = [{"guid": g, "answer": "", "best_span": "", "belief": None, "n_best": []} for g in guids]
+    rows[1]["n_best"] = "서울"  # a string is not a list of spans
+    rows[2]["n_best"] = ["서울", 3]
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    error = refused("score", "mrc", "--gold", gold, "--predictions", predictions)
+    assert "2 predictions" in error and guids[1] in error and guids[2] in error and "'n_best'" in error
+
+
 def test_ner_drops_only_u0020_spaces():
     from baselines.tasks import ner
 

@@ -3,17 +3,18 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from baselines.driver import versions
 from baselines.persistence import ModelFileError, load_model, save_model
 from baselines.registry import get_task
-from baselines.scoring import mrc_reader_diagnostics
+from baselines.scoring import mrc_reader_diagnostics, normalize_mrc_answer
 from baselines.tasks.mrc import (FEATURE_INDEX, MrcAnswer, MrcQuestion, SpanRanker, candidate_spans, question_type,
                                  question_view, related_words, targets)
 from features.analysis import analyze
 from baselines.tasks.mrc.passages import sentence_ids
-from baselines.tasks.mrc.reader import DECISION_C
+from baselines.tasks.mrc.reader import DECISION_C, N_BEST, n_best
 
 NAMES = ["김철수", "이영희", "박민수", "최지우", "정하늘", "강다은", "윤서준", "한지민"]
 CITIES = ["서울", "부산", "대구", "광주", "대전", "울산", "인천", "제주"]
@@ -81,10 +82,15 @@ def test_ranker_learns_a_planted_pattern_and_survives_persistence(tmp_path):
     # A declined question still shows the span the reader would have given, and its belief in it.
     assert all(row["best_span"] and row["belief"] is not None for row in rows)
     assert all(row["best_span"] == row["answer"] for row in rows if row["answer"])
+    # The n-best list leads with the best span and lists each answer once.
+    assert all(row["n_best"][0] == row["best_span"] and 1 < len(row["n_best"]) <= N_BEST for row in rows)
+    assert all(len({normalize_mrc_answer(t) for t in row["n_best"]}) == len(row["n_best"]) for row in rows)
     metrics = get_task("mrc").score(test, rows, {})
     assert metrics["best_span_exact_match/answerable"] >= 90
     assert metrics["answerable_auc"] >= 0.8
     assert metrics["told_exact_match"] >= metrics["exact_match"]
+    assert metrics["top_20_exact_match/answerable"] >= metrics["top_5_exact_match/answerable"] \
+        >= metrics["best_span_exact_match/answerable"]
     train_file = tmp_path / "train.json"
     train_file.write_text("{}", encoding="utf-8")
     save_model(tmp_path / "mrc.joblib", model, "mrc", "span-ranker", [train_file], versions())
@@ -124,6 +130,31 @@ def test_reader_diagnostics_measure_the_span_scorer_and_the_decision_apart():
     assert metrics["answerable_auc"] == 0.5
     without_beliefs = [{**p, "belief": None} for p in predictions]
     assert "answerable_auc" not in mrc_reader_diagnostics(gold, without_beliefs)
+    assert "top_5_exact_match/answerable" not in metrics  # no n-best lists
+
+
+def test_the_n_best_diagnostics_find_the_answer_as_deep_as_the_list_is_read():
+    gold = {"a": ["서울"], "b": [], "c": ["부산", "부산시"], "d": ["대구"]}
+    listed = {"a": ["서울"], "b": ["광주"], "c": ["울산", "인천", "포항", "창원", "수원", "부산시!"],
+              "d": ["대전"] + [f"후보{i}" for i in range(30)] + ["대구"]}
+    predictions = [{"guid": guid, "best_span": spans[0], "belief": None, "n_best": spans}
+                   for guid, spans in listed.items()]
+    metrics = mrc_reader_diagnostics(gold, predictions)
+    # Of the answerable a, c and d: a's answer is first; c's sixth (as the metric normalises it); d's past 20.
+    assert metrics["best_span_exact_match/answerable"] == pytest.approx(100 / 3)
+    assert metrics["top_5_exact_match/answerable"] == pytest.approx(100 / 3)
+    assert metrics["top_20_exact_match/answerable"] == pytest.approx(200 / 3)
+    # Without an n-best list for every question there is nothing to measure.
+    del predictions[1]["n_best"]
+    assert "top_20_exact_match/answerable" not in mrc_reader_diagnostics(gold, predictions)
+
+
+def test_an_n_best_list_holds_distinct_answers_best_first_and_the_earlier_of_a_tie_first():
+    texts = ["서울", "부산", "서울.", "대구", "광주"]
+    scores = np.array([1.0, 3.0, 2.0, 3.0, 0.5])
+    assert n_best(texts, scores) == ("부산", "대구", "서울.", "광주")  # "서울" is "서울." as an answer
+    assert n_best(texts, scores, size=2) == ("부산", "대구")
+    assert n_best([], np.zeros(0)) == ()
 
 
 def test_a_near_word_in_the_passage_stands_in_for_a_question_word():

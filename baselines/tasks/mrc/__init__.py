@@ -20,7 +20,7 @@ __all__ = ["TASK", "FEATURE_INDEX", "FEATURE_NAMES", "QUESTION_TYPES", "Question
 def predict(model, records: Sequence[MrcQuestion]) -> list[dict]:
     """The answer ('' for none) with its offsets; a reader that ranks spans adds its best span and its
     belief in it even where it declines, so that the span scorer and the no-answer decision can be
-    measured apart and a user can answer at a threshold of their own."""
+    measured apart and a user can answer at a threshold of their own, and its n-best list of spans."""
     if not hasattr(model, "read"):
         return [{"guid": record.guid, "answer": answer, "start": start, "end": start + len(answer)}
                 for record, (answer, start) in zip(records, model.predict(records))]
@@ -30,7 +30,7 @@ def predict(model, records: Sequence[MrcQuestion]) -> list[dict]:
         rows.append({"guid": record.guid, "answer": answer, "start": start, "end": start + len(answer),
                      "best_span": reading.best_span, "best_span_start": reading.best_start,
                      "belief": reading.belief, "asks_for": reading.asks_for,
-                     "expected_type": reading.expected_type})
+                     "expected_type": reading.expected_type, "n_best": list(reading.n_best)})
     return rows
 
 
@@ -44,9 +44,19 @@ def score(records: Sequence[MrcQuestion], predictions: Sequence[dict], resources
     metrics = scoring.score_mrc(gold, {p["guid"]: p["answer"] for p in aligned}, types or None)
     if all(isinstance(p.get("best_span"), str) for p in aligned):
         check_numbers(aligned, "belief", optional=True)
+        _check_n_best(aligned)
         metrics.update(scoring.mrc_reader_diagnostics(gold, aligned))
         metrics.update(_breakdown(gold, aligned))
     return metrics
+
+
+def _check_n_best(aligned: Sequence[dict]) -> None:
+    """An n-best list, where a prediction gives one, is a list of strings."""
+    bad = [p.get("guid") for p in aligned
+           if "n_best" in p and not (isinstance(p["n_best"], list) and all(isinstance(t, str) for t in p["n_best"]))]
+    if bad:
+        raise PredictionError(f"{len(bad)} predictions have an 'n_best' that is not a list of strings "
+                              f"(first: {', '.join(map(str, bad[:3]))})")
 
 
 # What a reader says of each question besides its answer, by which its diagnostics are broken down.
