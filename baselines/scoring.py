@@ -307,11 +307,14 @@ def mrc_reader_diagnostics(gold: dict[str, list[str]], predictions: Sequence[dic
         if all(isinstance(p.get("n_best"), list) for p in predictions):
             # Where the n-best list holds the answer below its first place, the ranking lost it; where the
             # list lacks it, the candidates or the retrieval did (or a ranking that put it lower still).
-            listed = {p["guid"]: [normalize_mrc_answer(text) for text in p["n_best"]] for p in predictions}
+            listed = {p["guid"]: p["n_best"] for p in predictions}
+            depths = []  # the place of each answerable question's first right span in its list
+            for guid, answers in answerable.items():
+                right = {normalize_mrc_answer(g) for g in answers}
+                depths.append(next((place for place, text in enumerate(listed[guid])
+                                    if normalize_mrc_answer(text) in right), math.inf))
             for size in N_BEST_SIZES:
-                found = [bool({normalize_mrc_answer(g) for g in answers} & set(listed[guid][:size]))
-                         for guid, answers in answerable.items()]
-                diagnostics[f"top_{size}_exact_match/answerable"] = 100.0 * float(np.mean(found))
+                diagnostics[f"top_{size}_exact_match/answerable"] = 100.0 * float(np.mean(np.array(depths) < size))
     told = score_mrc(gold, {guid: best[guid] if answers else "" for guid, answers in gold.items()})
     diagnostics["told_exact_match"] = told["exact_match"]
     diagnostics["told_rouge_w"] = told["rouge_w"]
