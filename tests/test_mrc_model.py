@@ -14,7 +14,8 @@ from baselines.tasks.mrc import (FEATURE_INDEX, MrcAnswer, MrcQuestion, SpanRank
                                  question_view, related_words, targets)
 from features.analysis import analyze
 from baselines.tasks.mrc.passages import sentence_ids
-from baselines.tasks.mrc.reader import DECISION_C, N_BEST, n_best
+from baselines.tasks.mrc import reader as reader_module
+from baselines.tasks.mrc.reader import DECISION_C, N_BEST, RANKER_ALPHAS, n_best
 
 NAMES = ["김철수", "이영희", "박민수", "최지우", "정하늘", "강다은", "윤서준", "한지민"]
 CITIES = ["서울", "부산", "대구", "광주", "대전", "울산", "인천", "제주"]
@@ -105,6 +106,30 @@ def test_ranker_learns_a_planted_pattern_and_survives_persistence(tmp_path):
     save_model(tmp_path / "oldest.joblib", model, "mrc", "span-ranker", [train_file], versions())
     with pytest.raises(ModelFileError, match="did not record its candidate features"):
         load_model(tmp_path / "oldest.joblib", "mrc", versions())
+
+
+def test_the_ranker_chooses_its_penalty_by_the_held_out_best_span_of_its_training_questions(monkeypatch):
+    train = planted_questions(90, seed=1)
+    assert SpanRanker(random_state=0).fit(train, targets(train)).alpha_ in RANKER_ALPHAS
+    fixed = SpanRanker(alpha=0.07, random_state=0).fit(train, targets(train))
+    assert fixed.alpha_ == 0.07
+    # The choice is the one whose held-out best spans are right most often, wherever it stands in the grid,
+    # and the first on a tie: here one value's fits are turned into a ranker that puts the worst span first.
+    fit_weights = SpanRanker._fit_weights
+
+    def rigged(reader, blocks, gold, alpha, start=None):
+        weights = fit_weights(reader, blocks, gold, 0.1)
+        return -weights if alpha == 0.5 else weights
+
+    monkeypatch.setattr(SpanRanker, "_fit_weights", rigged)
+    for grid, chosen in [((0.5, 0.2), 0.2), ((0.2, 0.5), 0.2), ((0.3, 0.2), 0.3), ((0.2, 0.3), 0.2)]:
+        monkeypatch.setattr(reader_module, "RANKER_ALPHAS", grid)
+        assert SpanRanker(abstain=False, random_state=0).fit(train, targets(train)).alpha_ == chosen
+    # One passage: nothing to hold out, so the first (most penalised) value, and no no-answer decision.
+    one_passage = [r for r in train if r.context == train[0].context]
+    assert SpanRanker(abstain=False, random_state=0).fit(one_passage, targets(one_passage)).alpha_ == 0.2
+    with pytest.raises(ValueError, match="at least 2 passages"):
+        SpanRanker(random_state=0).fit(one_passage, targets(one_passage))
 
 
 def test_without_abstaining_the_reader_answers_every_question_with_its_best_span():

@@ -114,6 +114,9 @@ _BEST_SPAN_CONTEXT = [FEATURE_INDEX[name] for name in (
 # The inverse penalties that the no-answer decision's logistic regression chooses from, by the held-out gain
 # of its training questions: about 1,000 questions and 60 features, few of them strong.
 DECISION_C = (0.01, 0.03, 0.1, 0.3, 1.0)
+# The L2 penalties that the span ranker chooses from (alpha=None), by the held-out best span of its training
+# questions; a log grid, tried from the most penalised one, whose weights start the next one's fit.
+RANKER_ALPHAS = (1.0, 0.3, 0.1, 0.03)
 VIEW_CHUNK = 4000  # training questions whose candidate views are held at once
 
 
@@ -128,8 +131,10 @@ class SpanRanker(TaskModel, BaseEstimator):
 
     Parameters
     ----------
-    alpha : float
-        L2 penalty of the listwise ranker (on the mean loss, so it means the same for any data size).
+    alpha : float or None
+        L2 penalty of the listwise ranker (on the mean loss, so it means the same for any data size). None:
+        fit chooses it from RANKER_ALPHAS, the one under which most training questions get their gold span
+        first in grouped folds (by passage; the folds that calibrate the no-answer decision).
     max_iter : int
         L-BFGS iterations of the ranker.
     top_sentences : int
@@ -140,7 +145,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         Grouped folds over the training questions for the no-answer decision's held-out scores (and the
         expected answer types of the training questions).
     max_calibration_questions : int
-        At most this many training questions calibrate the no-answer decision.
+        At most this many training questions calibrate the no-answer decision and choose alpha.
     abstain : bool
         False: always give the best span (for questions known to have an answer).
     neighbours : int
@@ -164,6 +169,8 @@ class SpanRanker(TaskModel, BaseEstimator):
 
     Attributes
     ----------
+    alpha_ : float
+        The ranker's L2 penalty: `alpha`, or the one chosen from RANKER_ALPHAS.
     retrieval_ : Retrieval
         The sentence retrieval setting (BM25's k1 and b, the neighbours' share) under which most training
         questions have their answer in the first `top_sentences` sentences.
@@ -198,7 +205,7 @@ class SpanRanker(TaskModel, BaseEstimator):
     _headline = staticmethod(headline)
 
     _parameter_constraints = {
-        "alpha": [NON_NEGATIVE], "max_iter": [AT_LEAST_ONE], "top_sentences": [AT_LEAST_ONE],
+        "alpha": [None, NON_NEGATIVE], "max_iter": [AT_LEAST_ONE], "top_sentences": [AT_LEAST_ONE],
         "max_eojeols": [AT_LEAST_ONE], "max_chars": [AT_LEAST_ONE], "neighbours": [COUNT],
         "calibration_folds": [Interval(Integral, 2, None, closed="left")],
         "max_calibration_questions": [AT_LEAST_ONE], "abstain": ["boolean"], "ner_train": [None, str],
@@ -206,7 +213,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         "random_state": [SEED],
     }
 
-    def __init__(self, alpha: float = 0.25, max_iter: int = 500, top_sentences: int = 3, max_eojeols: int = 4,
+    def __init__(self, alpha: float | None = None, max_iter: int = 500, top_sentences: int = 3, max_eojeols: int = 4,
                  max_chars: int = 40, calibration_folds: int = 3, max_calibration_questions: int = 4000,
                  abstain: bool = True, neighbours: int = 10, ner_train: str | None = None, type_C: float = 1.0,
                  plausible_answers: bool = True, memory=None, random_state: int = 0):
@@ -289,14 +296,16 @@ class SpanRanker(TaskModel, BaseEstimator):
             return None, []
         return sparse.vstack([block for block, _positive in kept], format="csr"), [positive for _rows, positive in kept]
 
-    def _fit_weights(self, blocks: Sequence[sparse.csr_matrix], gold: Sequence[np.ndarray]) -> np.ndarray:
+    def _fit_weights(self, blocks: Sequence[sparse.csr_matrix], gold: Sequence[np.ndarray], alpha: float,
+                     start: np.ndarray | None = None) -> np.ndarray:
         """A listwise (softmax) ranker: for each training question whose gold span is among its candidates,
         the share of probability that its gold spans get among all its candidates is maximised (mean over
-        the questions), under an L2 penalty of alpha/2. Every candidate counts, and this is the loss that
-        picking the top span needs, where pairwise logistic regression on sampled negatives (tried first)
-        learns to tell one span from a random other one. `blocks` hold the questions' scaled candidate rows,
-        one after another in the order of `gold`: a fit on the official train file keeps them in several
-        blocks, since one stacked copy besides them would double its peak memory."""
+        the questions), under an L2 penalty of alpha/2, from the weights `start` (else zeros). Every
+        candidate counts, and this is the loss that picking the top span needs, where pairwise logistic
+        regression on sampled negatives (tried first) learns to tell one span from a random other one.
+        `blocks` hold the questions' scaled candidate rows, one after another in the order of `gold`: a fit
+        on the official train file keeps them in several blocks, since one stacked copy besides them would
+        double its peak memory."""
         if not gold:
             raise ValueError("no training question has its answer among the candidate spans")
         is_gold = np.concatenate(gold)
@@ -310,12 +319,13 @@ class SpanRanker(TaskModel, BaseEstimator):
             gold_log_sum, gold_share = _grouped_softmax(np.where(is_gold, scores, -np.inf), starts, sizes)
             # A mean, not a sum: the penalty then means the same for the 60 questions of a test and the
             # 17,554 of the official training file.
-            loss = float(np.mean(all_log_sum - gold_log_sum) + 0.5 * self.alpha * weights @ weights)
+            loss = float(np.mean(all_log_sum - gold_log_sum) + 0.5 * alpha * weights @ weights)
             residual = all_share - gold_share
             gradient = sum(block.T @ residual[low:high] for block, low, high in zip(blocks, bounds, bounds[1:]))
-            return loss, gradient / len(gold) + self.alpha * weights
+            return loss, gradient / len(gold) + alpha * weights
 
-        fitted = optimize.minimize(loss_and_gradient, np.zeros(blocks[0].shape[1]), jac=True, method="L-BFGS-B",
+        start = np.zeros(blocks[0].shape[1]) if start is None else start
+        fitted = optimize.minimize(loss_and_gradient, start, jac=True, method="L-BFGS-B",
                                    options={"maxiter": self.max_iter})
         return fitted.x
 
@@ -447,10 +457,12 @@ class SpanRanker(TaskModel, BaseEstimator):
         self.retrieval_ = self._choose_retrieval(records, y)
         expected = self._fit_expected_types(records, y)
         rng = np.random.default_rng(self.random_state)
-        chosen = np.arange(len(records))  # the questions that calibrate the no-answer decision
-        if self.abstain and len(chosen) > self.max_calibration_questions:
+        # The questions that calibrate the no-answer decision and choose alpha, in folds by passage.
+        chosen = np.arange(len(records))
+        calibrates = self.abstain or self.alpha is None
+        if calibrates and len(chosen) > self.max_calibration_questions:
             chosen = np.sort(rng.choice(chosen, self.max_calibration_questions, replace=False))
-        calibrating = set(chosen.tolist()) if self.abstain else set()
+        calibrating = set(chosen.tolist()) if calibrates else set()
         # Views are built VIEW_CHUNK questions at a time, and only the ranker's rows of each chunk and the
         # calibration questions' views are kept: all views of the official train file at once take 5 GB.
         self.scaler_ = StandardScaler(with_mean=False)
@@ -479,29 +491,62 @@ class SpanRanker(TaskModel, BaseEstimator):
             del views, rows, positives  # before the next chunk's are built
         for block in blocks:  # in place: a scaled copy beside them would hold the rows twice
             self.scaler_.transform(block, copy=False)
-        self.weights_ = self._fit_weights(blocks, gold)
+        groups = [records[i].context for i in chosen]
+        folds, splits = None, []
+        if calibrates and len(set(groups)) >= 2:
+            folds = GroupKFold(n_splits=min(self.calibration_folds, len(set(groups))))
+            splits = list(folds.split(chosen, groups=groups))
+        elif self.abstain:
+            raise ValueError("the no-answer decision learns from held-out passages: training needs questions "
+                             "from at least 2 passages (or abstain=False)")
+        self.alpha_, inner_weights = self._choose_alpha(splits, chosen, kept)
+        self.weights_ = self._fit_weights(blocks, gold, self.alpha_)
         self.feature_names_ = _ALL_FEATURES
         del blocks
         if self.abstain:
-            self._fit_answer_decision(records, y, chosen, kept)
+            self._fit_answer_decision(records, y, chosen, kept, folds, splits, inner_weights)
         else:
             self.answer_model_, self.threshold_, self.wording_model_, self.decision_C_ = None, -np.inf, None, None
         return self
 
-    def _fit_answer_decision(self, records, y, chosen: np.ndarray, kept: dict[int, tuple]) -> None:
-        """Out-of-fold best spans of the chosen training questions (folds by passage) teach when to answer;
-        `kept` holds their views, rows, gold marks and expected types, by question index."""
-        groups = [records[i].context for i in chosen]
-        folds = GroupKFold(n_splits=min(self.calibration_folds, len(set(groups))))
-        wording = self._fit_wording_model([records[i].question for i in chosen], [bool(y[i]) for i in chosen],
-                                          groups, folds)
-        rows, outcomes, rouges, passages = [], [], [], []
-        for inner_train, inner_test in folds.split(chosen, groups=groups):
+    def _choose_alpha(self, splits: list[tuple[np.ndarray, np.ndarray]], chosen: np.ndarray,
+                      kept: dict[int, tuple]) -> tuple[float, list[np.ndarray]]:
+        """The ranker's penalty, and the weights that it gives on each split's training part (positions into
+        `chosen`; `kept` holds the rows and gold marks by question index): `alpha`, or the value of
+        RANKER_ALPHAS under which most held-out questions get a gold span first (the most penalised one on a
+        tie, or when there is no split: it is the safest on little data). One split's rows at a time."""
+        alphas = RANKER_ALPHAS if self.alpha is None else (self.alpha,)
+        right = np.zeros(len(alphas), dtype=int)
+        weights: list[list[np.ndarray]] = [[] for _alpha in alphas]  # by alpha, then by split
+        for inner_train, inner_test in splits:
             inner_rows, inner_gold = self._kept_rows([kept[chosen[i]][1] for i in inner_train],
                                                      [kept[chosen[i]][2] for i in inner_train])
             if inner_rows is None:
                 raise ValueError("no training question has its answer among the candidate spans")
-            weights = self._fit_weights([self.scaler_.transform(inner_rows, copy=False)], inner_gold)
+            # In float64 once: scipy would convert float32 rows anew for each of the optimiser's products,
+            # which took two thirds of its time.
+            rows = [self.scaler_.transform(inner_rows, copy=False).astype(np.float64)]
+            del inner_rows
+            tested = [(self.scaler_.transform(block), positive) for _view, block, positive, _expected in
+                      (kept[chosen[i]] for i in inner_test) if positive.any()] if len(alphas) > 1 else []
+            start = None
+            for index, alpha in enumerate(alphas):  # each fit starts from the more penalised one's weights
+                start = self._fit_weights(rows, inner_gold, alpha, start)
+                weights[index].append(start)
+                right[index] += sum(bool(positive[np.argmax(block @ start)]) for block, positive in tested)
+        best = int(np.argmax(right))  # the first of the most right
+        return alphas[best], weights[best]
+
+    def _fit_answer_decision(self, records, y, chosen: np.ndarray, kept: dict[int, tuple], folds: GroupKFold,
+                             splits: list[tuple[np.ndarray, np.ndarray]], inner_weights: list[np.ndarray]) -> None:
+        """Out-of-fold best spans of the chosen training questions teach when to answer: `kept` holds their
+        views, rows, gold marks and expected types, by question index; `splits` are the folds (by passage)
+        as positions into `chosen`, and `inner_weights` the ranker fitted on each split's training part."""
+        groups = [records[i].context for i in chosen]
+        wording = self._fit_wording_model([records[i].question for i in chosen], [bool(y[i]) for i in chosen],
+                                          groups, folds)
+        rows, outcomes, rouges, passages = [], [], [], []
+        for (_inner_train, inner_test), weights in zip(splits, inner_weights):
             for position, i in zip(inner_test, chosen[inner_test]):
                 view, block, positive, expected = kept[i]
                 passages.append(records[i].context)  # the rows come fold by fold, not in `chosen` order
