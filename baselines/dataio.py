@@ -25,6 +25,9 @@ class DataError(Exception):
         location = f"{self.path}: {where}" if where else self.path
         super().__init__(f"{location}: {problem}")
 
+    def __reduce__(self):  # raised in a worker process, it is pickled back with its three parts
+        return type(self), (self.path, self.where, self.problem)
+
 
 class InputWarning(UserWarning):
     """Input that is used, but not as given or not as the official code would expect (the CLI prints it as

@@ -1,5 +1,6 @@
 """Independent fits (cross-fitting folds, tuning trials) run on joblib workers, with the same results for any
-number of jobs and any backend: loky on this machine, or Dask and Ray on a cluster."""
+number of jobs and any backend: loky on this machine, or Dask and Ray on a cluster; and one call that holds
+the GIL runs in a worker beside this process."""
 from __future__ import annotations
 
 import contextlib
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from joblib import Parallel, delayed, parallel_config
+from joblib.externals import loky
 from joblib.parallel import BACKENDS
 
 from baselines import memory
@@ -74,6 +76,28 @@ def run(calls: Sequence[tuple[Callable, tuple]], workers: Workers = Workers(),
     return Outcome(results, round(max(peaks), 1) if peaks else None)
 
 
+@contextlib.contextmanager
+def in_background(function: Callable, *args) -> Iterator[Callable[[], Any]]:
+    """function(*args) in a worker process of its own, started at once so that this process works meanwhile
+    (for work that holds the GIL, such as a CRF's fit), with text analysed as this process does. The block
+    gets what waits for the result; leaving the block before the worker is done stops it. The worker's peak
+    memory counts in this process's (memory.total_peak_mb). loky's workers, unlike multiprocessing's spawned
+    ones, do not rerun a user's script that has no `if __name__ == "__main__"` guard."""
+    executor = loky.ProcessPoolExecutor(max_workers=1)
+    future = executor.submit(_in_worker, os.getpid(), analysis.worker_settings(), function, args)
+
+    def result() -> Any:
+        value, peak = future.result()
+        memory.add_helper_peak(peak)
+        return value
+
+    try:
+        yield result
+    finally:
+        done = future.done()
+        executor.shutdown(wait=done, kill_workers=not done)
+
+
 def _in_worker(parent: int, settings: dict, function: Callable, args: tuple) -> tuple[Any, float | None]:
     """One call in a worker process: analysis set up as in the parent, and the worker's own peak memory
     measured from the start of the call. In the parent itself (the threading backend) neither is touched."""
@@ -82,7 +106,7 @@ def _in_worker(parent: int, settings: dict, function: Callable, args: tuple) -> 
     analysis.adopt(settings)
     memory.reset_peak()
     result = function(*args)
-    return result, memory.peak_mb()
+    return result, memory.total_peak_mb()
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from baselines.persistence import load_model, save_model
 from baselines.registry import get_task
 from baselines.tasks.mrc import MrcAnswer, MrcQuestion, SpanRanker, targets
 from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_NAMES, TYPED_FEATURE_NAMES,
-                                              PassageEntities, answer_type, fitted_tagger, question_type_features,
+                                              PassageEntities, answer_type, question_type_features, tagger_fitting,
                                               span_types, typed_features)
 from baselines.tasks.mrc.passages import (Retrieval, SentenceTerms, best_retrieval, bm25_scores, sentence_ranking,
                                           sentence_terms)
@@ -128,12 +128,29 @@ def test_a_reader_typed_by_an_ner_tagger_keeps_it_and_predicts_without_the_ner_f
     assert [r.expected_type for r in loaded.read(records)] == [r.expected_type for r in reader.read(records)]
 
 
+def test_the_tagger_fitted_in_a_worker_beside_the_reader_is_the_one_this_process_would_fit(tmp_path):
+    from baselines import api
+    from baselines.tasks.mrc import answer_types
+
+    ner_train = tmp_path / "ner_train.tsv"
+    shutil.copy(sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", ner_train)
+    with tagger_fitting(ner_train, 7) as fitted:  # a seed no other test fits, so that the worker fits it
+        beside = fitted()
+    here = answer_types._fit_tagger(str(ner_train), 7)
+    sentences = ["삼성전자는 1950년에 서울에서 설립됐다.", "김철수 씨는 2001년 3월 부산으로 갔다."]
+    assert api.predict("ner", beside, sentences) == api.predict("ner", here, sentences)
+    assert beside.crf_.state_features_ == here.crf_.state_features_
+    with tagger_fitting(ner_train, 7) as fitted:  # the second time, this process has it
+        assert fitted() is beside
+
+
 def test_passages_are_tagged_only_in_the_sentences_asked_for_and_each_sentence_once(tmp_path, monkeypatch):
     from baselines import api
 
     ner_train = tmp_path / "ner_train.tsv"
     shutil.copy(sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", ner_train)
-    tagger = fitted_tagger(ner_train, 0)
+    with tagger_fitting(ner_train, 0) as fitted:
+        tagger = fitted()
     first, second = "삼성전자는 1950년에 서울에서 설립됐다.", "김철수 씨는 2001년 부산으로 갔다."
     context = f"{first} {second}"
     tagged: list[str] = []

@@ -1,8 +1,10 @@
 """Folds and tuning trials on joblib workers: the same predictions and reports for any jobs count and backend,
-and memory measured per task and per worker."""
+memory measured per task and per worker, and a call run in the background."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import time
 
 import pytest
 
@@ -72,3 +74,39 @@ def test_each_task_of_a_run_reports_its_own_peak():
     spec = get_task("ynat")
     record, _predictions = driver.evaluate_task(spec, driver.resolve_data(spec), model_name="trivial")
     assert record["peak_rss_mb"] < before - 200
+
+
+def _held_for_a_while(megabytes: int) -> int:
+    ballast = bytearray(megabytes * 2**20)
+    ballast[::4096] = b"x" * len(ballast[::4096])  # touched, so resident
+    return os.getpid()
+
+
+def test_a_call_in_the_background_runs_in_a_worker_whose_peak_counts_in_this_process():
+    memory.reset_peak()
+    with parallel.in_background(_held_for_a_while, 200) as result:
+        worker = result()
+    assert worker != os.getpid()
+    own = memory.peak_mb()
+    assert memory.total_peak_mb() >= own + 200  # the worker held its 200 MiB beside this process
+    assert memory.rounded_peak_mb() == round(memory.total_peak_mb(), 1)
+    memory.reset_peak()  # a new task: the worker's peak is behind it
+    assert memory.total_peak_mb() == memory.peak_mb()
+
+
+def _touch_later(path: str, seconds: float) -> None:
+    time.sleep(seconds)
+    open(path, "w").close()
+
+
+def test_leaving_the_block_before_the_background_call_ends_stops_its_worker(tmp_path):
+    mark = tmp_path / "the call ran to its end"
+    with parallel.in_background(_touch_later, str(mark), 0.5) as result:
+        result()
+    assert mark.exists()  # the call, left to run, does its work
+    mark.unlink()
+    with pytest.raises(KeyError):
+        with parallel.in_background(_touch_later, str(mark), 3):
+            raise KeyError("the caller failed first")
+    time.sleep(6)
+    assert not mark.exists()

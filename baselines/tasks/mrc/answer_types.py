@@ -1,13 +1,15 @@
 """MRC answer typing: passages tagged by the NER task's tagger, and the type of answer a question expects."""
 from __future__ import annotations
 
+import contextlib
 from bisect import bisect_right
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 from scipy import sparse
 
+from baselines import parallel
 from baselines.dataio import DataError, file_sha256
 from baselines.tasks.mrc.candidates import FEATURE_INDEX, NEXT_KINDS, SPAN_KINDS, WH_WORDS, question_type
 from baselines.tasks.mrc.passages import sentence_ids
@@ -32,19 +34,38 @@ TYPED_FEATURE_NAMES = (
 _taggers: dict[tuple[str, int], Any] = {}  # fitted NER taggers of this process, by training file sha256 and seed
 
 
-def fitted_tagger(ner_train: str | Path, seed: int) -> Any:
-    """The NER task's default model fitted on `ner_train` through the public API. Fitting takes two minutes on
-    5,000 sentences (on a 2-core AMD EPYC) and gives the same tagger every time, so this process fits it once
-    per file and seed (a cross-fit refits the reader five times)."""
+def _fit_tagger(ner_train: str, seed: int) -> Any:
+    """The NER task's default model fitted on `ner_train` through the public API."""
     from baselines import api  # the API reaches every task, this one included
 
+    return api.fit("ner", ner_train, seed=seed)
+
+
+def _tagger_key(ner_train: str | Path, seed: int) -> tuple[str, int]:
     if not Path(ner_train).is_file():
         raise DataError(ner_train, None, "no such file (ner_train: a KLUE-NER training file in the official TSV "
                                          "format, for the reader's tagger)")
-    key = (file_sha256(Path(ner_train)), seed)
-    if key not in _taggers:
-        _taggers[key] = api.fit("ner", ner_train, seed=seed)
-    return _taggers[key]
+    return file_sha256(Path(ner_train)), seed
+
+
+@contextlib.contextmanager
+def tagger_fitting(ner_train: str | Path, seed: int) -> Iterator[Callable[[], Any]]:
+    """The NER task's default model fitted on `ner_train` through the public API, in a worker process while
+    the caller works on (parallel.in_background): the CRF's fit takes two minutes on 5,000 sentences (on a
+    2-core AMD EPYC), all of them holding the GIL. The block gets what waits for the tagger. The fit gives the
+    same tagger every time, so this process fits it once per file and seed (a cross-fit refits the reader
+    five times), and a tagger it has is there at once."""
+    key = _tagger_key(ner_train, seed)
+    if key in _taggers:
+        yield lambda: _taggers[key]
+        return
+    with parallel.in_background(_fit_tagger, str(ner_train), seed) as result:
+        def tagger() -> Any:
+            if key not in _taggers:
+                _taggers[key] = result()
+            return _taggers[key]
+
+        yield tagger
 
 
 def sentence_bounds(analysis: Analysis) -> list[tuple[int, int]]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from numbers import Integral
 from typing import Sequence
@@ -23,8 +24,8 @@ from baselines.estimators import NothingLearnt, TaskModel
 from baselines.explain import strongest
 from baselines.params import AT_LEAST_ONE, COUNT, NON_NEGATIVE, POSITIVE, SEED, HasMethods, Interval
 from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_COLUMNS, TYPED_FEATURE_NAMES,
-                                              PassageEntities, answer_type, fitted_tagger, question_type_features,
-                                              span_types, typed_features)
+                                              PassageEntities, answer_type, question_type_features, span_types,
+                                              tagger_fitting, typed_features)
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView, ViewMemo,
                                             content_set, question_terms, question_view, related_words)
 from baselines.tasks.mrc.data import MrcQuestion, as_records
@@ -453,8 +454,13 @@ class SpanRanker(TaskModel, BaseEstimator):
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "SpanRanker":
         records = self._fit_records(X)
         self._prefetch_neighbours(analyze(r.question for r in records))
-        self.tagger_ = fitted_tagger(self.ner_train, self.random_state) if self.ner_train else None
-        self.retrieval_ = self._choose_retrieval(records, y)
+        fitting = tagger_fitting(self.ner_train, self.random_state) if self.ner_train else nullcontext(lambda: None)
+        with fitting as tagger:
+            # While a worker fits the tagger: the retrieval, and the first chunk's views (the loop below finds
+            # them in the memo), which need no tagger.
+            self.retrieval_ = self._choose_retrieval(records, y)
+            self._views(records[:VIEW_CHUNK])
+            self.tagger_ = tagger()
         expected = self._fit_expected_types(records, y)
         rng = np.random.default_rng(self.random_state)
         # The questions that calibrate the no-answer decision and choose alpha, in folds by passage.
