@@ -11,8 +11,8 @@ except ImportError:  # Windows: peak memory is not measured there
     resource = None
 
 _STATUS = Path("/proc/self/status")
-_helper_peaks: list[float] = []  # peaks of the helper processes run beside this one since reset_peak
 _CLEAR_REFS = Path("/proc/self/clear_refs")
+_helper_peaks: list[float] = []  # peaks of the helper processes run beside this one since reset_peak
 
 
 def reset_peak() -> bool:

@@ -531,15 +531,15 @@ class SpanRanker(TaskModel, BaseEstimator):
                 raise ValueError("no training question has its answer among the candidate spans")
             # In float64 once: scipy would convert float32 rows anew for each of the optimiser's products,
             # which took two thirds of its time.
-            rows = [self.scaler_.transform(inner_rows, copy=False).astype(np.float64)]
-            del inner_rows
-            tested = [(self.scaler_.transform(block), positive) for _view, block, positive, _expected in
+            inner_rows = self.scaler_.transform(inner_rows, copy=False).astype(np.float64)
+            tested = [(block, positive) for _view, block, positive, _expected in
                       (kept[chosen[i]] for i in inner_test) if positive.any()] if len(alphas) > 1 else []
             start = None
             for index, alpha in enumerate(alphas):  # each fit starts from the more penalised one's weights
-                start = self._fit_weights(rows, inner_gold, alpha, start)
+                start = self._fit_weights([inner_rows], inner_gold, alpha, start)
                 weights[index].append(start)
-                right[index] += sum(bool(positive[np.argmax(block @ start)]) for block, positive in tested)
+                right[index] += sum(bool(positive[np.argmax(self._scores(block, start))]) for block, positive in tested)
+            del inner_rows
         best = int(np.argmax(right))  # the first of the most right
         return alphas[best], weights[best]
 
