@@ -498,9 +498,9 @@ class SpanRanker(TaskModel, BaseEstimator):
         for block in blocks:  # in place: a scaled copy beside them would hold the rows twice
             self.scaler_.transform(block, copy=False)
         groups = [records[i].context for i in chosen]
-        folds, splits = None, []
-        if calibrates and len(set(groups)) >= 2:
-            folds = GroupKFold(n_splits=min(self.calibration_folds, len(set(groups))))
+        passages, splits = len(set(groups)), []
+        if calibrates and passages >= 2:
+            folds = GroupKFold(n_splits=min(self.calibration_folds, passages))
             splits = list(folds.split(chosen, groups=groups))
         elif self.abstain:
             raise ValueError("the no-answer decision learns from held-out passages: training needs questions "
@@ -510,7 +510,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         self.feature_names_ = _ALL_FEATURES
         del blocks
         if self.abstain:
-            self._fit_answer_decision(records, y, chosen, kept, folds, splits, inner_weights)
+            self._fit_answer_decision(records, y, chosen, kept, splits, inner_weights)
         else:
             self.answer_model_, self.threshold_, self.wording_model_, self.decision_C_ = None, -np.inf, None, None
         return self
@@ -543,14 +543,13 @@ class SpanRanker(TaskModel, BaseEstimator):
         best = int(np.argmax(right))  # the first of the most right
         return alphas[best], weights[best]
 
-    def _fit_answer_decision(self, records, y, chosen: np.ndarray, kept: dict[int, tuple], folds: GroupKFold,
+    def _fit_answer_decision(self, records, y, chosen: np.ndarray, kept: dict[int, tuple],
                              splits: list[tuple[np.ndarray, np.ndarray]], inner_weights: list[np.ndarray]) -> None:
         """Out-of-fold best spans of the chosen training questions teach when to answer: `kept` holds their
         views, rows, gold marks and expected types, by question index; `splits` are the folds (by passage)
         as positions into `chosen`, and `inner_weights` the ranker fitted on each split's training part."""
-        groups = [records[i].context for i in chosen]
         wording = self._fit_wording_model([records[i].question for i in chosen], [bool(y[i]) for i in chosen],
-                                          groups, folds)
+                                          splits)
         rows, outcomes, rouges, passages = [], [], [], []
         for (_inner_train, inner_test), weights in zip(splits, inner_weights):
             for position, i in zip(inner_test, chosen[inner_test]):
@@ -578,7 +577,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         for C in DECISION_C:  # the penalty whose held-out beliefs earn most, the smallest C on a tie
             model = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=1000))
             held_out = cross_val_predict(model, rows, outcomes, groups=passages,
-                                         cv=GroupKFold(n_splits=folds.n_splits), method="predict_proba")
+                                         cv=GroupKFold(n_splits=len(splits)), method="predict_proba")
             advantage = self._advantage(held_out, np.unique(outcomes))
             candidates = np.concatenate([[-np.inf], np.sort(advantage)])
             totals = [gain_answer[advantage > t].sum() + gain_decline[advantage <= t].sum() for t in candidates]
@@ -591,20 +590,21 @@ class SpanRanker(TaskModel, BaseEstimator):
         above = candidates[best + 1] if best + 1 < len(candidates) else candidates[best] + 1.0
         self.threshold_ = float((candidates[best] + above) / 2 if np.isfinite(candidates[best]) else above - 1.0)
 
-    def _fit_wording_model(self, questions: list[str], answerable: list[bool], groups: list[str], folds: GroupKFold
-                           ) -> np.ndarray:
+    def _fit_wording_model(self, questions: list[str], answerable: list[bool],
+                           splits: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
         """Fits wording_model_, which tells answerable questions from unanswerable ones by their words alone
-        (morpheme uni- and bigrams), and returns its held-out probability of an answer for each question.
-        KLUE's unanswerable questions are written to match their passage as well as answerable ones do: in 5
-        grouped folds over the partial dev file, their wording alone tells them apart with a ROC AUC of 0.63,
-        and the share of the question that the passage or its best sentence holds with 0.53."""
+        (morpheme uni- and bigrams), and returns its held-out probability of an answer for each question in
+        the calibration `splits` (positions into `questions`). KLUE's unanswerable questions are written to
+        match their passage as well as answerable ones do: in 5 grouped folds over the partial dev file, their
+        wording alone tells them apart with a ROC AUC of 0.63, and the share of the question that the passage
+        or its best sentence holds with 0.53."""
         self.wording_model_ = make_pipeline(Analyse(), TfidfVectorizer(analyzer=MorphemeNgrams((1, 2)),
                                                                        sublinear_tf=True),
                                             LogisticRegression(C=1.0, max_iter=1000))
         if len(set(answerable)) < 2:
             self.wording_model_ = None
             return np.zeros(len(questions))
-        held_out = cross_val_predict(self.wording_model_, questions, answerable, groups=groups, cv=folds,
+        held_out = cross_val_predict(self.wording_model_, questions, answerable, cv=splits,
                                      method="predict_proba")[:, 1]
         self.wording_model_.fit(questions, answerable)
         return held_out
