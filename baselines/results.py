@@ -76,7 +76,7 @@ def learning_curve_report(record: dict, points: list[dict], command: str | None)
     """The learning-curve file: what every point shares (task, model, files, versions...) from the last
     point's run record, then the points, then the command that produced them."""
     shared = ("task", "model", "estimator", "protocol", "cv_folds", "data_source", "files", "hyper_parameters", "seed",
-              "versions", "machine", "params")
+              "versions", "machine", "code", "params")
     report = {key: record[key] for key in shared if key in record}
     report["points"] = points
     if command is not None:

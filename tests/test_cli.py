@@ -237,6 +237,7 @@ def test_learning_curve_records_each_share_of_the_training_data(tmp_path):
     assert [point["trained_on"] for point in report["points"]] == [[train_records // 2], [train_records]]
     assert report["points"][0]["metrics"] != report["points"][1]["metrics"]
     assert report["command"].startswith("klue-baselines ")
+    assert set(report["code"]) == {"git_commit", "git_dirty", "source_sha256"}  # the code that made the curve
     assert "must be in (0, 1]" in invoke("bench", "learning-curve", "sts", "--fractions", "0.5,2", expect=2).output
 
 
