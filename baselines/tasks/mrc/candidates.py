@@ -7,6 +7,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cache, cached_property
+from itertools import chain
 from typing import Any, Callable
 
 import numpy as np
@@ -610,10 +611,11 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
             row.update(group(q, candidate))
         spans.append(answer_span(q, candidate))
         rows.append(row)
-    columns = [[FEATURE_INDEX[name] for name in row] for row in rows]
+    # Each row's entries in its dict's order, read through C-level iterators: a question's rows hold about
+    # 9,000 entries, and generator expressions over them took twice as long.
     features = sparse.csr_matrix(
-        (np.fromiter((value for row in rows for value in row.values()), dtype=np.float32),
-         np.fromiter((column for row in columns for column in row), dtype=np.int32),
+        (np.fromiter(chain.from_iterable(row.values() for row in rows), dtype=np.float32),
+         np.fromiter(map(FEATURE_INDEX.__getitem__, chain.from_iterable(rows)), dtype=np.int32),
          np.cumsum([0] + [len(row) for row in rows])), shape=(len(rows), len(FEATURE_NAMES)))
     return QuestionView(q.qtype, spans, features, q.best_share, q.match.passage_share, len(q.query),
                         q.match.missing_words, q.match.passage_soft_share, q.match.unrelated_words)
