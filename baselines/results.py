@@ -219,12 +219,21 @@ def scale_table(results_dir: Path) -> str | None:
         total += seconds
         rows.append(f"| {report['task']} | {report['model']} | {full['train_records']} | {full['seconds']['fit']:.1f} "
                     f"| {full['seconds']['predict']:.1f} | {seconds:.1f} | {memory_cell(full['peak_rss_mb'])} | "
-                    f"{report['fit_exponent']} | {'yes' if report['official_size']['within_budget'] else 'no'} |")
+                    f"{report['fit_exponent']} | {'yes' if report['official_size']['within_budget'] else 'no'} | "
+                    f"{machine_cell(report.get('machine'))} |")
     if not rows:
         return None
     return "\n".join(["| task | model | train records | fit s | predict s | fit + predict s | peak RSS (MiB) | k (fit) "
-                      "| within budget |", "|---|---|---|---|---|---|---|---|---|", *rows, "",
+                      "| within budget | machine |", "|---|---|---|---|---|---|---|---|---|---|", *rows, "",
                       f"Summed fit + predict at the official size: {total:.0f} s (budget {SUITE_SECONDS_BUDGET} s)."])
+
+
+def machine_cell(machine: dict | None) -> str:
+    """The CPU a report was measured on and Kiwi's kernels there, for a table: times are only comparable on
+    one machine (reports written before they recorded it say so)."""
+    if not machine:
+        return "not recorded"
+    return f"{machine.get('cpu', 'unknown')}, {machine.get('kiwi_arch', 'unknown')}"
 
 
 def scale_section(table: str | None) -> list[str]:
@@ -233,9 +242,9 @@ def scale_section(table: str | None) -> list[str]:
     if table is None:
         return []
     return ["## At the official training size (`bench scale`)", "",
-            "Each size in its own process with an empty analysis cache, on this machine; `k` fits time ~ n^k over",
-            f"1/8 to 1x the official size (method: `scale/`). Budgets: {SECONDS_BUDGET} s and {PEAK_RSS_BUDGET_MB} "
-            "MiB per task.", "", table, ""]
+            "Each size in its own process with an empty analysis cache, on the machine of its row; `k` fits time ~ n^k",
+            f"over 1/8 to 1x the official size (method: `scale/`). Budgets: {SECONDS_BUDGET} s and "
+            f"{PEAK_RSS_BUDGET_MB} MiB per task.", "", table, ""]
 
 
 def regenerate_readme(results_dir: Path) -> Path:

@@ -83,14 +83,16 @@ def test_bench_scale_measures_each_size_in_its_own_process(tmp_path):
 def test_the_results_readme_tables_the_official_size_and_its_budget(tmp_path):
     point = {"size": 1.0, "train_records": 21008, "seconds": {"fit": 500.0, "predict": 12.5}, "peak_rss_mb": 4200.0}
     small = dict(point, size=0.5, train_records=10504)
+    machine = {"architecture": "x86_64", "cpu": "AMD EPYC", "kiwi_arch": "avx2"}
     for task, model, within in (("ner", "crf", False), ("dp", "mst", True)):
         report = {"task": task, "model": model, "points": [small, point], "fit_exponent": 1.02,
-                  "official_size": {"within_budget": within}}
+                  "official_size": {"within_budget": within}, **({"machine": machine} if within else {})}
         (tmp_path / "scale").mkdir(exist_ok=True)
         (tmp_path / "scale" / f"{task}.json").write_text(json.dumps(report), encoding="utf-8")
     table = results.scale_table(tmp_path).splitlines()
-    assert table[2] == "| ner | crf | 21008 | 500.0 | 12.5 | 512.5 | 4200 | 1.02 | no |"  # in task order: NER first
-    assert table[3].startswith("| dp | mst |") and table[3].endswith("| yes |")
+    # In task order, NER first; a report from before reports named their machine says so.
+    assert table[2] == "| ner | crf | 21008 | 500.0 | 12.5 | 512.5 | 4200 | 1.02 | no | not recorded |"
+    assert table[3].startswith("| dp | mst |") and table[3].endswith("| yes | AMD EPYC, avx2 |")
     assert table[-1] == "Summed fit + predict at the official size: 1025 s (budget 1800 s)."
     results.regenerate_readme(tmp_path)
     assert "## At the official training size" in (tmp_path / "README.md").read_text(encoding="utf-8")
