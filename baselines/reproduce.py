@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from baselines.results import load_task_results
+from baselines.results import describe_machine, load_task_results
 
 PROGRAM = "klue-baselines"
 # Options that say where a run keeps its cache and its outputs: a rerun sets its own, so that it starts from
@@ -118,7 +118,3 @@ def machine_notes(comparisons: Sequence[Comparison], here: dict[str, str]) -> li
         notes[f"this machine: {describe_machine(here)}"] = None
     return list(notes)
 
-
-def describe_machine(machine: dict[str, str]) -> str:
-    return (f"{machine.get('cpu', 'an unknown CPU')} ({machine.get('architecture', '?')}), Kiwi kernels "
-            f"{machine.get('kiwi_arch', '?')}")

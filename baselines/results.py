@@ -228,12 +228,16 @@ def scale_table(results_dir: Path) -> str | None:
                       f"Summed fit + predict at the official size: {total:.0f} s (budget {SUITE_SECONDS_BUDGET} s)."])
 
 
+def describe_machine(machine: dict[str, str]) -> str:
+    """A result's machine (as driver.machine() records it) in words: its CPU and Kiwi's kernels there."""
+    return (f"{machine.get('cpu', 'an unknown CPU')} ({machine.get('architecture', '?')}), Kiwi kernels "
+            f"{machine.get('kiwi_arch', '?')}")
+
+
 def machine_cell(machine: dict | None) -> str:
-    """The CPU a report was measured on and Kiwi's kernels there, for a table: times are only comparable on
-    one machine (reports written before they recorded it say so)."""
-    if not machine:
-        return "not recorded"
-    return f"{machine.get('cpu', 'unknown')}, {machine.get('kiwi_arch', 'unknown')}"
+    """The machine a report was measured on, for a table: times are only comparable on one machine (reports
+    written before they recorded it say so)."""
+    return describe_machine(machine) if machine else "not recorded"
 
 
 def scale_section(table: str | None) -> list[str]:
