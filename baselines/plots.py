@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -62,13 +63,26 @@ def _korean_text() -> Iterator[Any]:
         yield Figure
 
 
-def _save(figure: Any, path: Path) -> Path:
-    """Write the figure as PNG, whole or not at all. No software tag, so a rerun writes the same bytes."""
+def _save(figure: Any, path: Path, data: Any = None) -> Path:
+    """Write the figure as PNG, whole or not at all. No software tag, so a rerun writes the same bytes. `data`,
+    where given, goes into the file as JSON (the PNG's Description), so that a test can tell what it shows."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=150, bbox_inches="tight", metadata={"Software": None})
+    metadata = {"Software": None}
+    if data is not None:
+        metadata["Description"] = json.dumps(data, sort_keys=True)  # ASCII: PNG text is Latin-1
+    figure.savefig(buffer, format="png", dpi=150, bbox_inches="tight", metadata=metadata)
     with atomic_output(path, "wb") as handle:
         handle.write(buffer.getvalue())
     return path
+
+
+def figure_data(path: Path) -> Any:
+    """The data a figure of this module was drawn from, as _save kept it in the PNG; None if it kept none."""
+    from PIL import Image  # matplotlib's own dependency
+
+    with Image.open(path) as image:
+        text = image.text.get("Description")
+    return None if text is None else json.loads(text)
 
 
 def confusion_heatmap(labels: Sequence[str], matrix: Sequence[Sequence[int]], title: str, path: Path) -> Path:
@@ -166,7 +180,8 @@ def learning_curve(report: dict, path: Path) -> Path:
 
 def results_chart(rows: Sequence[dict], path: Path) -> Path:
     """One line per task and headline metric, from the trivial floor to the strongest neural anchor, with our
-    score on it: where the classical baseline stands in the range a class cares about."""
+    score on it: where the classical baseline stands in the range a class cares about. The rows are kept in
+    the file (figure_data reads them back)."""
     size = len(rows)
     with _korean_text() as Figure:
         figure = Figure(figsize=(8, max(2.5, 0.36 * size + 1.6)), layout="constrained")
@@ -191,7 +206,7 @@ def results_chart(rows: Sequence[dict], path: Path) -> Path:
         axes.grid(axis="x", alpha=0.3)
         figure.legend(loc="outside lower center", ncol=4, fontsize=8, frameon=False)
         axes.set_title("klue-baselines between the trivial floor and the neural anchors")
-        return _save(figure, path)
+        return _save(figure, path, data=list(rows))
 
 
 def scale_chart(reports: Sequence[dict], path: Path) -> Path:

@@ -251,8 +251,27 @@ def scale_section(table: str | None) -> list[str]:
             f"{PEAK_RSS_BUDGET_MB} MiB per task.", "", table, ""]
 
 
+FIGURE_FOLDER = "figures"
+
+
+def draw_results_figure(results_dir: Path, runs_by_task: dict[str, dict]) -> Path | None:
+    """results_dir/figures/results.png from the same runs as the table, so that the two never disagree; None
+    (and the figure left as it is) where the plots extra is not installed or nothing has our score."""
+    from baselines import plots  # plots reads this module's rows
+
+    rows = chart_rows(runs_by_task)
+    try:
+        plots.check_available()
+    except plots.PlotsUnavailable:
+        return None
+    if not rows:
+        return None
+    return plots.results_chart(rows, results_dir / FIGURE_FOLDER / "results.png")
+
+
 def regenerate_readme(results_dir: Path) -> Path:
-    """results/README.md from every results/<task>.json: the table, then the command behind each run."""
+    """results/README.md from every results/<task>.json: the table, then the command behind each run; for KLUE
+    results (not the sample), also the project README's tables and results/figures/results.png."""
     results_dir = Path(results_dir)
     runs_by_task = all_runs(results_dir)
     scales = scale_table(results_dir)
@@ -303,6 +322,7 @@ def regenerate_readme(results_dir: Path) -> Path:
     if not any(record.get("sample") for runs in runs_by_task.values() for record in runs.values()):
         # Only tables of KLUE results go into the project README; sample scores stay in their own folder.
         update_project_readme(results_dir.resolve().parent / "README.md", markdown_table(table_rows(runs_by_task)))
+        draw_results_figure(results_dir, runs_by_task)
         if scales is not None:
             update_project_readme(results_dir.resolve().parent / "README.md", scales, (SCALE_START, SCALE_END),
                                   "Generated from `results/scale/` by `klue-baselines bench scale`.")

@@ -2,6 +2,7 @@
 that draw them say which extra is missing."""
 from __future__ import annotations
 
+import json
 import warnings
 
 import pytest
@@ -110,6 +111,35 @@ def test_the_results_chart_of_the_committed_results(tmp_path):
     assert path.name == "results.png" and path.read_bytes().startswith(PNG_SIGNATURE)
     with pytest.raises(api.driver.UsageError, match="no recorded scores"):
         api.results_figure(tmp_path / "empty", tmp_path)
+
+
+def test_the_committed_results_figure_shows_the_committed_results():
+    """results/figures/results.png is drawn by the call that writes results/README.md, from the same runs: the
+    rows kept in it are those of results/*.json, score for score."""
+    from conftest import REPO
+    shown = plots.figure_data(REPO / "results" / "figures" / "results.png")
+    runs = api.results.all_runs(REPO / "results")
+    assert shown == api.results.chart_rows(runs)
+    for row in shown:  # and each score is the default run's in its task's file
+        assert row["ours"] == runs[row["task"]][api.task_spec(row["task"]).default_model]["metrics"][row["metric"]]
+
+
+def test_the_results_figure_is_redrawn_with_the_readme(tmp_path):
+    from conftest import REPO
+    import shutil
+    for path in (REPO / "results").glob("*.json"):
+        shutil.copy(path, tmp_path / path.name)
+    (tmp_path / "README.md").write_text("", encoding="utf-8")  # the project README a regeneration updates
+    results_dir = tmp_path / "results"
+    results_dir.mkdir()
+    for path in tmp_path.glob("*.json"):
+        path.rename(results_dir / path.name)
+    record = json.loads((results_dir / "nli.json").read_text(encoding="utf-8"))
+    record["runs"]["tfidf-lr"]["metrics"]["accuracy"] = 12.5
+    (results_dir / "nli.json").write_text(json.dumps(record), encoding="utf-8")
+    api.results.regenerate_readme(results_dir)
+    shown = plots.figure_data(results_dir / "figures" / "results.png")
+    assert [row["ours"] for row in shown if row["task"] == "nli"] == [12.5]
 
 
 def test_a_missing_extra_is_one_line_before_any_work(tmp_path, monkeypatch):
