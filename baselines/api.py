@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 from sklearn.base import clone
 
 from baselines import driver, hf, persistence, plots, results, significance, tuning
+from baselines import determinism as determinism_bench
 from baselines import scale as scale_bench
 from baselines import report as teaching
 from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
@@ -609,4 +610,40 @@ def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | No
     if plots_dir is not None:
         figure = plots.scale_chart(results.scale_reports(Path(results_dir)), plots_dir / "scale.png")
         log(f"{task}: figure written to {figure}")
+    return report, path
+
+
+def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLike | None = None,
+                train: PathLike | None = None, dev: PathLike | None = None, cv: int = 0, seed: int = 0,
+                pos: str | None = None, results_dir: PathLike | None = None, command: str | None = None,
+                at_once: int = 1, log: Log = _quiet, **params: Any) -> tuple[dict, Path | None]:
+    """Run the tasks' models (as `run` would) once per variant of baselines.determinism.variants (other BLAS
+    kernels, BLAS and OpenMP thread counts, numpy's loops without AVX2, other hash seeds), after the first
+    `at_once` at a time, and compare their predictions row by row. Written to results_dir/determinism.json
+    (default ./results; with the shipped sample, only where results_dir is given). Returns the report and its
+    path."""
+    codes = list(tasks) or list(TASK_CODES)
+    if (train or dev or params) and len(codes) != 1:
+        raise driver.UsageError("--train, --dev and --param are one task's: give exactly one task")
+    task_data = {code: locate(code, data_dir, train, dev, log) for code in codes}
+    is_sample = any(data.is_sample for data in task_data.values())
+    folder = results.destination(results_dir, is_sample)
+    if folder is not None:
+        check_output_folder(folder)
+    arguments = [*codes, "--seed", str(seed), "--cv", str(cv)]
+    for option, value in (("--model", model), ("--pos", pos)):
+        if value is not None:
+            arguments += [option, value]
+    for option, path in (("--data-dir", data_dir), ("--train", train), ("--dev", dev)):
+        if path is not None:  # absolute: the runs start in a scratch folder
+            arguments += [option, str(Path(path).expanduser().resolve())]
+    for name, value in params.items():
+        arguments += ["--param", f"{name}={json.dumps(value)}"]
+    compared = determinism_bench.determinism(arguments, at_once=at_once, log=log)
+    report = {"command": command, "sample": is_sample, **compared, "versions": driver.versions(),
+              "code": driver.code_version(), "machine": driver.machine()}
+    path = None
+    if folder is not None:
+        path = folder / "determinism.json"
+        write_json_atomic(path, report)
     return report, path

@@ -484,6 +484,42 @@ def bench_scale_command(ctx, task: str, sizes: list[float], model_name, data_dir
     click.echo(f"time ~ n^{report['fit_exponent']} (fit); written to {path}")
 
 
+@bench.command("determinism")
+@click.argument("task_codes", nargs=-1, type=click.Choice(TASK_CODES))
+@model_name_option
+@param_option
+@data_dir_option
+@train_option
+@dev_option
+@cv_option
+@seed_option
+@pos_option
+@click.option("--at-once", default=1, show_default=True, type=click.IntRange(min=1),
+              help="Variants run at once after the first (their output is compared, not their time).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where determinism.json goes (default: ./results; with the shipped sample, nothing is written "
+                   "unless this is given).")
+@click.pass_context
+@friendly_errors
+def bench_determinism_command(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv: int, seed: int,
+                              pos, at_once: int, results_dir) -> None:
+    """Rerun the models (all tasks by default, as `run` would) under other BLAS kernels, BLAS and OpenMP thread
+    counts, numpy's loops without AVX2 and other hash seeds, and compare their predictions row by row; exits
+    non-zero where any row differs."""
+    report, path = api.determinism(task_codes, model_name, data_dir=data_dir, train=train_file, dev=dev_file, cv=cv,
+                                   seed=seed, pos=pos, results_dir=results_dir, command=command_line(),
+                                   at_once=at_once, log=console(ctx).log, **params)
+    click.echo("variants: " + "; ".join(f"{number}. {variant['name']}"
+                                        for number, variant in enumerate(report["variants"], start=1)))
+    _print_table(["predictions", "rows", "differing rows per variant (2, 3, ...)", ""],
+                 [[stem, str(entry["rows"]), ", ".join(str(v["differing_rows"]) for v in entry["variants"]),
+                   "identical" if entry["identical"] else "DIFFERENT"] for stem, entry in report["tasks"].items()])
+    if path is not None:
+        click.echo(f"written to {path}")
+    if not report["identical"]:
+        ctx.exit(1)
+
+
 @main.command()
 @task_argument
 @click.option("--gold", "gold_path", required=True, type=DATA_PATH,

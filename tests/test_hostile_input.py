@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from baselines import driver, persistence, results
+from baselines import api, determinism, driver, persistence, results
 from baselines.cli import main
 from baselines.dataio import atomic_output, write_json_atomic, write_jsonl_atomic
 from baselines.datafiles import official_manifest, sample_dir
@@ -575,25 +575,35 @@ def test_reproduce_reruns_recorded_commands_and_fails_on_a_difference(tmp_path):
     assert "this machine: " in elsewhere.stdout
 
 
-def test_all_default_models_give_identical_scores_under_two_hash_seeds(tmp_path):
-    """Two processes, two PYTHONHASHSEED values, every default model on the sample: identical metrics. The two
-    run at once (each has a core of its own on a 2-core machine), with a Kiwi thread each."""
-    # stderr goes to files, not pipes: waiting on one process must not leave the other blocked on a full pipe.
-    with (tmp_path / "stderr-1").open("w") as errors_1, (tmp_path / "stderr-2").open("w") as errors_2:
-        runs = {seed: subprocess.Popen([sys.executable, "-m", "baselines.cli", "-q", "--workers", "1",
-                                        "--cache-dir", str(tmp_path / f"c{seed}"),
-                                        "run", "--results-dir", str(tmp_path / f"results-{seed}")],
-                                       env={**os.environ, "PYTHONHASHSEED": seed}, stdout=subprocess.DEVNULL,
-                                       stderr=errors)
-                for seed, errors in (("1", errors_1), ("2", errors_2))}
-        for run in runs.values():
-            run.wait()
-    metrics = []
-    for seed, run in runs.items():
-        assert run.returncode == 0, (tmp_path / f"stderr-{seed}").read_text(encoding="utf-8", errors="replace")
-        metrics.append({code: json.loads((tmp_path / f"results-{seed}" / f"{code}.json").read_text(encoding="utf-8"))
-                        ["runs"][get_task(code).default_model]["metrics"] for code in TASK_CODES})
-    assert metrics[0] == metrics[1]
+def test_all_default_models_predict_alike_under_other_kernels_threads_and_hash_seeds(tmp_path):
+    """`bench determinism` on the sample: every default model, rerun under other OpenBLAS kernels, 1 and 2 BLAS
+    and OpenMP threads, numpy's loops without AVX2 and another PYTHONHASHSEED each, predicts every row alike."""
+    chosen = determinism.variants()
+    assert len({variant.environment["PYTHONHASHSEED"] for variant in chosen}) == len(chosen) >= 3
+    assert {variant.environment["OPENBLAS_NUM_THREADS"] for variant in chosen} == {"1", "2"}
+    report, path = api.determinism(results_dir=tmp_path, at_once=2)
+    assert path == tmp_path / "determinism.json" and json.loads(path.read_text(encoding="utf-8"))["sample"]
+    assert {stem.split("-")[0] for stem in report["tasks"]} == set(TASK_CODES)
+    different = {stem: [(v["name"], v["first_differing"][:3]) for v in entry["variants"] if v["differing_rows"]]
+                 for stem, entry in report["tasks"].items() if not entry["identical"]}
+    assert report["identical"] and not different, different
+    assert all(entry["rows"] > 0 for entry in report["tasks"].values())
+
+
+def test_determinism_compares_predictions_not_only_scores():
+    reference = [{"guid": "a", "label": "x", "probs": {"x": 0.6, "y": 0.4}}, {"guid": "b", "belief": -0.4527289068}]
+    last_bits = [{"guid": "a", "label": "x", "probs": {"x": 0.600001, "y": 0.4}},
+                 {"guid": "b", "belief": -0.45272890681}]
+    assert determinism.differing_rows(reference, last_bits) == []
+    relabelled = [{"guid": "a", "label": "y", "probs": {"x": 0.6, "y": 0.4}}, reference[1]]
+    assert determinism.differing_rows(reference, relabelled) == [{"guid": "a", "fields": ["label"]}]
+    assert determinism.differing_rows(reference, reference[:1]) == [{"guid": "b", "fields": ["belief", "guid"]}]
+    # A kernel pinned by the environment is kept; threads and numpy's loops still vary.
+    pinned = determinism.variants(flags=["pni", "avx", "avx2"], machine="x86_64", pinned_kernel="Prescott")
+    assert {v.environment["OPENBLAS_CORETYPE"] for v in pinned} == {"Prescott"} and len(pinned) == 3
+    assert [v.environment.get("OPENBLAS_CORETYPE") for v in determinism.variants(
+        flags=["pni", "avx", "avx2"], machine="x86_64", pinned_kernel="")] == ["Haswell", "Sandybridge", "Prescott",
+                                                                               "Haswell"]
 
 
 # 10. Portability.
