@@ -2,7 +2,6 @@
 predictions compared row by row with the first run's."""
 from __future__ import annotations
 
-import json
 import os
 import platform
 import subprocess
@@ -14,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from baselines.dataio import read_jsonl
+from baselines.registry import TASK_CODES
+from baselines.results import load_task_results, run_file_stem
 from features.analysis import cpu_info
 
 # OpenBLAS kernels that its DYNAMIC_ARCH builds (numpy's and scipy's wheels) accept on x86-64, each with the CPU
@@ -67,11 +69,6 @@ def variants(flags: Sequence[str] | None = None, machine: str | None = None,
     return found
 
 
-def _rows(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
 # Prediction files keep probabilities to 6 decimals; a score kept whole (MRC's belief) may differ in its last bits
 # and round alike. Two numbers closer than this are the same prediction; labels, spans and tags must be equal.
 FLOAT_TOLERANCE = 1.5e-6
@@ -123,13 +120,11 @@ def run_variant(variant: Variant, run_arguments: Sequence[str], cache_dir: Path,
     finished = subprocess.run(command, cwd=scratch, env={**os.environ, **variant.environment},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - start
-    predictions, headlines = {}, {}
-    if predictions_dir.is_dir():
-        for path in sorted(predictions_dir.glob("*.jsonl")):
-            predictions[path.stem] = _rows(path)
-    for path in sorted(results_dir.glob("*.json")) if results_dir.is_dir() else []:
-        for record in json.loads(path.read_text(encoding="utf-8")).get("runs", {}).values():
-            headlines[f"{record['task']}-{record['model']}"] = record.get("headline", {})
+    predictions = {path.stem: [row for _number, row in read_jsonl(path)]
+                   for path in sorted(predictions_dir.glob("*.jsonl"))} if predictions_dir.is_dir() else {}
+    # Keyed as `run` names the prediction files, hyper-parameters given with --param included.
+    headlines = {run_file_stem(record): record.get("headline", {})
+                 for code in TASK_CODES for record in load_task_results(results_dir, code)["runs"].values()}
     error = finished.stderr.strip().splitlines()[-1] if finished.returncode and finished.stderr.strip() else ""
     return VariantRun(variant, seconds, finished.returncode, predictions, headlines, error)
 

@@ -259,11 +259,11 @@ def draw_results_figure(results_dir: Path, runs_by_task: dict[str, dict]) -> Pat
     (and the figure left as it is) where the plots extra is not installed or nothing has our score."""
     from baselines import plots  # plots reads this module's rows
 
-    rows = chart_rows(runs_by_task)
     try:
         plots.check_available()
     except plots.PlotsUnavailable:
         return None
+    rows = chart_rows(runs_by_task)
     if not rows:
         return None
     return plots.results_chart(rows, results_dir / FIGURE_FOLDER / "results.png")

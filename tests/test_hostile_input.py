@@ -587,7 +587,7 @@ def test_all_default_models_predict_alike_under_other_kernels_threads_and_hash_s
     different = {stem: [(v["name"], v["first_differing"][:3]) for v in entry["variants"] if v["differing_rows"]]
                  for stem, entry in report["tasks"].items() if not entry["identical"]}
     assert report["identical"] and not different, different
-    assert all(entry["rows"] > 0 for entry in report["tasks"].values())
+    assert all(entry["rows"] > 0 and entry["headline"] for entry in report["tasks"].values())
 
 
 def test_determinism_compares_predictions_not_only_scores():
