@@ -20,9 +20,10 @@ from baselines.persistence import ModelFileError
 from baselines.registry import TASK_CODES, all_tasks, get_task
 from baselines.taskspec import PredictionError
 from features import analysis
+from features.embeddings import EmbeddingFileError
 
 KNOWN_ERRORS = (DataError, PredictionError, ModelFileError, datafiles.DownloadError, driver.UsageError,
-                parallel.BackendError, results.SampleOverResults, TrainingDataError)
+                parallel.BackendError, results.SampleOverResults, TrainingDataError, EmbeddingFileError)
 
 
 def friendly_errors(command: Callable) -> Callable:

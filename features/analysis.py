@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ContextManager, Iterable
 
+from features import embeddings
 from features.cache import AnalysisCache, default_cache_dir
 from features.characters import without_lone_surrogates
 from features.morphemes import Analysis
@@ -114,10 +115,12 @@ class MorphemeAnalyzer:
         self.use_cache = use_cache
         self.memo_limit = memo_limit
         self._kiwi = None
+        self._embeddings: embeddings.MorphemeEmbeddings | None = None
         self._cache: AnalysisCache | None = None
         self._memo: dict[str, Analysis] = {}
         self._neighbour_memo: dict[int, dict[tuple[str, str], tuple]] = {}
         self._lock = threading.Lock()
+        self._embeddings_lock = threading.Lock()
         self.stats = AnalysisStats()
 
     @property
@@ -131,6 +134,15 @@ class MorphemeAnalyzer:
                     os.environ[KIWI_ARCH_VARIABLE] = arch
                 self._kiwi = Kiwi(num_workers=self.num_workers)
             return self._kiwi
+
+    @property
+    def embeddings(self) -> embeddings.MorphemeEmbeddings:
+        """The CoNg embeddings of Kiwi's model, read once per process (about 3 s, 90 MB) when a neighbour list
+        or a similarity is first asked for."""
+        with self._embeddings_lock:
+            if self._embeddings is None:
+                self._embeddings = embeddings.MorphemeEmbeddings.from_kiwi(self.kiwi)
+            return self._embeddings
 
     def options_key(self) -> str:
         """Everything that changes an analysis: the analyser's versions and the options used."""
@@ -196,13 +208,15 @@ class MorphemeAnalyzer:
 
     def neighbours(self, morphemes: Iterable[tuple[str, str]], top_n: int) -> dict[tuple[str, str], tuple]:
         """The `top_n` morphemes nearest to each (form, Kiwi tag) in the embeddings of Kiwi's CoNg language
-        model, as (form, tag, cosine) triples, nearest first; empty for a morpheme the model does not know
-        (most unknown proper nouns). Looked up once per morpheme, then memoised and cached on disk."""
+        model, as (form, tag, cosine) triples, nearest first; empty for a morpheme the model has no vector of
+        its own for (most unknown proper nouns, foreign words). Computed exactly (features/embeddings.py), so
+        the same on every CPU; looked up once per morpheme, then memoised and cached on disk."""
         memo = self._neighbour_memo.setdefault(top_n, {})
         wanted = [m for m in dict.fromkeys(morphemes) if m not in memo]
         if wanted:
             cache = self.cache
-            keys = {m: cache.neighbour_key(m, top_n) for m in wanted} if cache is not None else {}
+            keys = ({m: cache.neighbour_key(m, top_n, embeddings.METHOD) for m in wanted} if cache is not None
+                    else {})
             found = cache.get_neighbours(keys) if cache is not None else {}
             missing = [m for m in wanted if m not in found]
             if missing:
@@ -215,32 +229,19 @@ class MorphemeAnalyzer:
 
     def _look_up_neighbours(self, morphemes: list[tuple[str, str]], top_n: int) -> dict[tuple[str, str], tuple]:
         start = time.perf_counter()
-        kiwi = self.kiwi
+        table = self.embeddings
         progress = (self.progress("Kiwi neighbours", len(morphemes)) if self.progress is not None
                     and len(morphemes) >= PROGRESS_MIN_TEXTS else contextlib.nullcontext())
-        results = {}
         with progress as bar:
-            for number, morpheme in enumerate(morphemes, start=1):
-                try:
-                    similar = kiwi.most_similar_morphemes(morpheme, top_n=top_n)
-                except ValueError:  # unknown to the language model, or a form with several readings
-                    similar = ()
-                results[morpheme] = tuple((m.form, m.tag, round(float(m.score), 4)) for m in similar)
-                if bar is not None and number % 512 == 0:
-                    bar.update(512)
-            if bar is not None:
-                bar.update(len(morphemes) % 512)
+            results = table.nearest(morphemes, top_n, advance=bar.update if bar is not None else None)
         self.stats.seconds += time.perf_counter() - start
         return results
 
     def similarity(self, first: tuple[str, str], second: tuple[str, str]) -> float | None:
-        """Cosine of two (form, Kiwi tag) morphemes in the embeddings of Kiwi's CoNg language model; None
-        when the model does not know one of them (most unknown proper nouns). A call takes about a
-        microsecond, so it is neither memoised nor cached: a memo of every pair asked would only grow."""
-        try:
-            return self.kiwi.morpheme_similarity(first, second)
-        except ValueError:  # unknown to the language model
-            return None
+        """Cosine of two (form, Kiwi tag) morphemes in the embeddings of Kiwi's CoNg language model, computed
+        exactly; None when the model has no vector of its own for one of them. A call takes a few
+        microseconds, so it is neither memoised nor cached: a memo of every pair asked would only grow."""
+        return self.embeddings.similarity(first, second)
 
     def clear_memo(self) -> None:
         self._memo.clear()

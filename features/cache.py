@@ -95,9 +95,10 @@ class AnalysisCache:
         """Store (key, analysis) pairs."""
         self._insert("analyses", [(key, encode(key, analysis)) for key, analysis in entries])
 
-    def neighbour_key(self, morpheme: tuple[str, str], top_n: int) -> bytes:
+    def neighbour_key(self, morpheme: tuple[str, str], top_n: int, method: str) -> bytes:
+        """The key of a neighbour list: `method` names how lists are computed, so a new one never reads old."""
         form, tag = morpheme
-        return self.key(f"neighbours\x00{top_n}\x00{form}\x00{tag}")
+        return self.key(f"neighbours\x00{method}\x00{top_n}\x00{form}\x00{tag}")
 
     def get_neighbours(self, keys: dict[tuple[str, str], bytes]) -> dict[tuple[str, str], tuple]:
         """The cached neighbour lists among `keys` (morpheme -> key); damaged entries are left out."""

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.pipeline import make_pipeline
 
-from features import align
+from features import align, embeddings
 from features import analysis as analysis_layer
 from features.analysis import MorphemeAnalyzer, analyze
 from features.cache import CacheWarning
@@ -148,7 +148,7 @@ def test_cpu_info_reads_the_first_processor_or_nothing():
         assert info.get("flags") and "processor" in info
 
 
-def test_neighbours_come_from_kiwi_once_then_from_the_cache(tmp_path, monkeypatch):
+def test_neighbours_are_computed_once_then_read_from_the_cache(tmp_path, monkeypatch):
     queries = [("축구", "NNG"), ("반도체", "NNG"), ("쀍쀍쀍", "NNP")]
     fresh = MorphemeAnalyzer(cache_dir=tmp_path).neighbours(queries, top_n=10)
     assert "농구" in [form for form, _tag, _score in fresh[("축구", "NNG")]]
@@ -173,7 +173,7 @@ def test_damaged_neighbour_entry_is_looked_up_again(tmp_path):
     query = ("야구", "NNG")
     first = MorphemeAnalyzer(cache_dir=tmp_path)
     expected = first.neighbours([query], top_n=5)
-    first.cache._insert("neighbours", [(first.cache.neighbour_key(query, 5), b"\x00garbage")])
+    first.cache._insert("neighbours", [(first.cache.neighbour_key(query, 5, embeddings.METHOD), b"\x00garbage")])
     first.cache.close()
     assert MorphemeAnalyzer(cache_dir=tmp_path).neighbours([query], top_n=5) == expected
 
