@@ -13,10 +13,9 @@ from sklearn.dummy import DummyClassifier
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
-from threadpoolctl import threadpool_limits
 
+from baselines.linear import OrderedLogisticRegression
 from baselines import hf, scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, TrainingDataError, plain_pair, records_from
@@ -169,7 +168,7 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
     character_vectorizer_ : TfidfVectorizer or None
     cross_vectorizer_ : DictVectorizer
         The pair features.
-    classifier_ : LogisticRegression
+    classifier_ : OrderedLogisticRegression
     stacker_ : HistGradientBoostingClassifier or None
         The second stage (None without stack_folds).
     classes_ : ndarray of str
@@ -245,8 +244,8 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
             parts.append(self.character_vectorizer_.transform(hypotheses))
         return sparse.hstack(parts, format="csr"), np.array(dense, dtype=float).reshape(len(records), -1)
 
-    def _regression(self) -> LogisticRegression:
-        return LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.random_state)
+    def _regression(self) -> OrderedLogisticRegression:
+        return OrderedLogisticRegression(C=self.C, max_iter=self.max_iter)
 
     def fit(self, X: Sequence, y: Sequence[str]) -> "InferenceClassifier":
         records = self._fit_records(X)
@@ -260,9 +259,9 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
         # premise's hypotheses in one fold (a premise's three hypotheses share most of their words).
         splits = list(GroupKFold(self.stack_folds).split(features, gold, [r.premise for r in records])
                       if self.stack_folds >= 2 else [])
-        # The full fit and the fold fits are independent: processes, since L-BFGS holds the GIL (measured on
-        # the 24,998 training pairs: 93 s for the four one after another or in threads, 50 s in 2 processes).
-        fitted = Parallel(n_jobs=self.n_jobs)(delayed(_fit_on_one_blas_thread)(self._regression(), matrix, labels)
+        # The full fit and the fold fits are independent: processes, since L-BFGS's loop holds the GIL (measured
+        # on the 24,998 training pairs: 93 s for the four one after another or in threads, 50 s in 2 processes).
+        fitted = Parallel(n_jobs=self.n_jobs)(delayed(self._regression().fit)(matrix, labels)
                                               for matrix, labels in [(features, gold)]
                                               + [(features[train], gold[train]) for train, _ in splits])
         self.classifier_ = fitted[0]
@@ -273,8 +272,7 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
             for fold_model, (_train, held_out) in zip(fitted[1:], splits):
                 columns = np.searchsorted(self.classes_, fold_model.classes_)
                 out_of_fold[np.ix_(held_out, columns)] = fold_model.predict_proba(features[held_out])
-            self.stacker_ = HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05,
-                                                           random_state=self.random_state)
+            self.stacker_ = HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05)
             self.stacker_.fit(np.hstack([out_of_fold, dense]), gold)
         return self
 
@@ -300,14 +298,6 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
     def predict(self, X: Sequence) -> np.ndarray:
         probabilities = self.predict_proba(X)
         return self.classes_[probabilities.argmax(axis=1)]
-
-
-def _fit_on_one_blas_thread(model: LogisticRegression, features, labels) -> LogisticRegression:
-    """model.fit with BLAS on one thread: the sums then run in one order whatever the process, the number of
-    jobs or of cores, so the models are the same (on the full NLI train file, a 2-thread BLAS in the calling
-    process and 1-thread BLAS in a worker gave dev accuracies 0.34 apart, through the boosting stage)."""
-    with threadpool_limits(limits=1, user_api="blas"):
-        return model.fit(features, labels)
 
 
 def inference_classifier(random_state: int = 0, resources: dict | None = None) -> InferenceClassifier:

@@ -9,8 +9,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.dummy import DummyClassifier
 from sklearn.feature_extraction import DictVectorizer
-from sklearn.linear_model import LogisticRegression
 
+from baselines.linear import OrderedLogisticRegression
 from baselines import hf, scoring
 from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
@@ -297,7 +297,7 @@ class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEsti
     ----------
     vectorizer_ : DictVectorizer
         Restricted to the features kept by min_count.
-    classifier_ : LogisticRegression
+    classifier_ : OrderedLogisticRegression
     classes_ : ndarray of str
     train_priors_ : ndarray
         The training share of each class (for adapt_priors).
@@ -347,7 +347,7 @@ class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEsti
         support = np.asarray((features > 0).sum(axis=0)).ravel() >= self.min_count
         self.vectorizer_.restrict(support)
         features = features[:, support]
-        self.classifier_ = LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.random_state)
+        self.classifier_ = OrderedLogisticRegression(C=self.C, max_iter=self.max_iter)
         self.classifier_.fit(features, np.asarray(y))
         self.classes_ = self.classifier_.classes_
         self.train_priors_ = np.array([np.mean(np.asarray(y) == label) for label in self.classes_])

@@ -9,9 +9,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.dummy import DummyClassifier
 from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion
 
+from baselines.linear import OrderedLogisticRegression
 from baselines import hf, scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_text, records_from
@@ -125,7 +125,7 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
     ----------
     vectorizer_ : FeatureUnion
         The fitted TF-IDF views.
-    classifier_ : LogisticRegression
+    classifier_ : OrderedLogisticRegression
     classes_ : ndarray of str
         The topics, in the order of predict_proba's columns.
 
@@ -174,8 +174,7 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
         records = self._fit_records(X)
         self.vectorizer_ = self._features()
         features = self.vectorizer_.fit_transform(self._analyses(records))
-        self.classifier_ = LogisticRegression(C=self.C, max_iter=self.max_iter, class_weight=self.class_weight,
-                                              random_state=self.random_state)
+        self.classifier_ = OrderedLogisticRegression(C=self.C, max_iter=self.max_iter, class_weight=self.class_weight)
         self.classifier_.fit(features, np.asarray(y))
         self.classes_ = self.classifier_.classes_
         return self

@@ -10,9 +10,9 @@ from typing import Sequence
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.feature_extraction import DictVectorizer
-from sklearn.linear_model import LogisticRegression
 from sklearn.utils.validation import check_is_fitted
 
+from baselines.linear import OrderedLogisticRegression
 from baselines import hf, scoring
 from baselines.dataio import DataError, atomic_output, looks_like_jsonl, read_text, read_tsv_blocks, require
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_text, records_from
@@ -428,7 +428,7 @@ class MstParser(TaskModel, BaseEstimator):
     arc_feature_names_ : list of (int, str)
         Readable names of the strongest arc weights, found at fit time (see top_features).
     relation_vectorizer_ : DictVectorizer
-    relation_classifier_ : LogisticRegression
+    relation_classifier_ : OrderedLogisticRegression
 
     X is a sequence of DpSentence records or of plain sentences (str); y holds (heads, relations) per
     sentence, heads 1-based with 0 for the root.
@@ -552,7 +552,7 @@ class MstParser(TaskModel, BaseEstimator):
                 rows.append(_relation_features(sentence, attributes, position, word.head))
                 labels.append(word.deprel)
         self.relation_vectorizer_ = DictVectorizer()
-        self.relation_classifier_ = LogisticRegression(C=self.label_C, max_iter=500, random_state=self.random_state)
+        self.relation_classifier_ = OrderedLogisticRegression(C=self.label_C, max_iter=500)
         self.relation_classifier_.fit(self.relation_vectorizer_.fit_transform(rows), labels)
 
     def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:

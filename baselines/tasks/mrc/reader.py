@@ -13,12 +13,12 @@ from scipy import optimize, sparse
 from sklearn.base import BaseEstimator
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted, check_memory
 
+from baselines.linear import OrderedLogisticRegression
 from baselines import scoring
 from baselines.estimators import NothingLearnt, TaskModel
 from baselines.explain import strongest
@@ -438,7 +438,7 @@ class SpanRanker(TaskModel, BaseEstimator):
             return self._expected(records)
         features = self._type_features(records)
         learnt_from = [features[i] for i in labelled]
-        model = make_pipeline(DictVectorizer(), LogisticRegression(C=self.type_C, max_iter=1000))
+        model = make_pipeline(DictVectorizer(), OrderedLogisticRegression(C=self.type_C, max_iter=1000))
         passages = [records[i].context for i in labelled]
         folds = min(self.calibration_folds, len(set(passages)))
         held_out = None
@@ -575,7 +575,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         gain_decline = 2.0 * (outcomes == _UNANSWERABLE)
         choices = []
         for C in DECISION_C:  # the penalty whose held-out beliefs earn most, the smallest C on a tie
-            model = make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=1000))
+            model = make_pipeline(StandardScaler(), OrderedLogisticRegression(C=C, max_iter=1000))
             held_out = cross_val_predict(model, rows, outcomes, groups=passages,
                                          cv=GroupKFold(n_splits=len(splits)), method="predict_proba")
             advantage = self._advantage(held_out, np.unique(outcomes))
@@ -600,7 +600,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         or its best sentence holds with 0.53."""
         self.wording_model_ = make_pipeline(Analyse(), TfidfVectorizer(analyzer=MorphemeNgrams((1, 2)),
                                                                        sublinear_tf=True),
-                                            LogisticRegression(C=1.0, max_iter=1000))
+                                            OrderedLogisticRegression(C=1.0, max_iter=1000))
         if len(set(answerable)) < 2:
             self.wording_model_ = None
             return np.zeros(len(questions))
