@@ -22,8 +22,9 @@ from features.analysis import cpu_info
 # flag it needs: SSE3 ('pni' in /proc/cpuinfo), AVX, AVX2. Their sums run in other orders, so the last bits of
 # a product differ between them (Prescott and Sandybridge against Haswell, measured on an AMD EPYC).
 X86_BLAS_KERNELS = (("Prescott", "pni"), ("Sandybridge", "avx"), ("Haswell", "avx2"))
-# numpy picks its exp/log/tanh loops at run time by the CPU's features; X86_V3 (AVX2 with FMA) off makes it run
-# the loops of a CPU without them, whose last bits differ.
+# numpy picks some loops (exp, log, tanh, float32 arithmetic...) at run time by the CPU's features; X86_V3 (AVX2
+# with FMA) off makes it run those of a CPU without them. Its float64 exp and log gave the same bits both ways on
+# 9 million values; other loops may not.
 NUMPY_WITHOUT_AVX2 = "X86_V3"
 
 
