@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from sklearn.base import clone, is_classifier, is_regressor
+from sklearn.base import BaseEstimator, clone, is_classifier, is_regressor
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, cross_val_score
 
@@ -138,3 +138,32 @@ def test_cross_val_score_and_grid_search(code):
     search = GridSearchCV(build(code, name), GRIDS[code], cv=2).fit(records, y)
     assert search.best_params_ in [dict(zip(GRIDS[code], [v])) for v in next(iter(GRIDS[code].values()))]
     assert len(search.cv_results_["mean_test_score"]) == 2
+
+
+def nested_estimators(value, seen: set | None = None):
+    """Every scikit-learn estimator that `value` holds, itself included, however deep in its attributes,
+    lists and dicts."""
+    seen = set() if seen is None else seen
+    if id(value) in seen or isinstance(value, (str, bytes, np.ndarray)):
+        return
+    seen.add(id(value))
+    if isinstance(value, BaseEstimator):
+        yield value
+        children = vars(value).values()
+    elif isinstance(value, dict):
+        children = value.values()
+    elif isinstance(value, (list, tuple)):
+        children = value
+    else:
+        return
+    for child in children:
+        yield from nested_estimators(child, seen)
+
+
+@pytest.mark.parametrize("code, name", MODELS)
+def test_every_estimator_inside_a_fitted_model_has_a_fixed_seed(fitted, code, name):
+    # NLI's boosting stage once had none: its early stopping held out other rows in every process.
+    unseeded = [type(estimator).__name__ for estimator in nested_estimators(fitted[code, name])
+                if "random_state" in estimator.get_params(deep=False)
+                and estimator.get_params(deep=False)["random_state"] is None]
+    assert unseeded == []
