@@ -620,8 +620,8 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
     """Run the tasks' models (as `run` would) once per variant of baselines.determinism.variants (other BLAS
     kernels, BLAS and OpenMP thread counts, numpy's loops without AVX2, other hash seeds), after the first
     `at_once` at a time, and compare their predictions row by row. Written to results_dir/determinism.json
-    (default ./results; with the shipped sample, only where results_dir is given). Returns the report and its
-    path."""
+    (default ./results; with the shipped sample, only where results_dir is given) in place of the earlier
+    reports on the same tasks (see determinism.merged_file). Returns the report and its path."""
     codes = list(tasks) or list(TASK_CODES)
     if (train or dev or params) and len(codes) != 1:
         raise driver.UsageError("--train, --dev and --param are one task's: give exactly one task")
@@ -640,10 +640,10 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
     for name, value in params.items():
         arguments += ["--param", f"{name}={json.dumps(value)}"]
     compared = determinism_bench.determinism(arguments, at_once=at_once, log=log)
-    report = {"command": command, "sample": is_sample, **compared, "versions": driver.versions(),
-              "code": driver.code_version(), "machine": driver.machine()}
+    report = {"command": command, "task_codes": codes, "sample": is_sample, **compared,
+              "versions": driver.versions(), "code": driver.code_version(), "machine": driver.machine()}
     path = None
     if folder is not None:
         path = folder / "determinism.json"
-        write_json_atomic(path, report)
+        write_json_atomic(path, determinism_bench.merged_file(path, report))
     return report, path

@@ -2,6 +2,7 @@
 predictions compared row by row with the first run's."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -177,3 +178,18 @@ def determinism(run_arguments: Sequence[str], chosen: Sequence[Variant] | None =
     return {"variants": [{"name": run.variant.name, "environment": run.variant.environment,
                           "seconds": round(run.seconds, 1)} for run in runs],
             "tasks": tasks, "identical": all(entry["identical"] for entry in tasks.values())}
+
+
+def merged_file(path: Path, report: dict) -> dict:
+    """The content of determinism.json once `report` is added: each task is benched with its own recorded
+    protocol (its own command), so a report replaces the earlier ones that share a task with it and keeps
+    the others. An unreadable or older file is started afresh: it is this command's own output."""
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8")).get("benches", [])
+    except (OSError, ValueError, AttributeError):
+        earlier = []
+    kept = [bench for bench in earlier if isinstance(bench, dict) and isinstance(bench.get("task_codes"), list)
+            and not set(bench["task_codes"]) & set(report["task_codes"])]
+    benches = sorted(kept + [report], key=lambda bench: min(TASK_CODES.index(code) for code in bench["task_codes"]
+                                                            if code in TASK_CODES))
+    return {"identical": all(bench.get("identical") is True for bench in benches), "benches": benches}

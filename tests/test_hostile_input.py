@@ -582,12 +582,28 @@ def test_all_default_models_predict_alike_under_other_kernels_threads_and_hash_s
     assert len({variant.environment["PYTHONHASHSEED"] for variant in chosen}) == len(chosen) >= 3
     assert {variant.environment["OPENBLAS_NUM_THREADS"] for variant in chosen} == {"1", "2"}
     report, path = api.determinism(results_dir=tmp_path, at_once=2)
-    assert path == tmp_path / "determinism.json" and json.loads(path.read_text(encoding="utf-8"))["sample"]
+    written = json.loads(path.read_text(encoding="utf-8"))
+    assert path == tmp_path / "determinism.json" and [bench["sample"] for bench in written["benches"]] == [True]
     assert {stem.split("-")[0] for stem in report["tasks"]} == set(TASK_CODES)
     different = {stem: [(v["name"], v["first_differing"][:3]) for v in entry["variants"] if v["differing_rows"]]
                  for stem, entry in report["tasks"].items() if not entry["identical"]}
     assert report["identical"] and not different, different
     assert all(entry["rows"] > 0 and entry["headline"] for entry in report["tasks"].values())
+
+
+def test_determinism_json_keeps_each_tasks_latest_bench(tmp_path):
+    path = tmp_path / "determinism.json"
+    bench = {"nli": {"task_codes": ["nli"], "identical": True}, "ner": {"task_codes": ["ner"], "identical": False},
+             "ynat-sts": {"task_codes": ["ynat", "sts"], "identical": True}}
+    for name in ("nli", "ner", "ynat-sts"):
+        write_json_atomic(path, determinism.merged_file(path, bench[name]))
+    assert [b["task_codes"] for b in json.loads(path.read_text())["benches"]] == [["ynat", "sts"], ["nli"], ["ner"]]
+    assert json.loads(path.read_text())["identical"] is False
+    rerun = {"task_codes": ["ner"], "identical": True}
+    written = determinism.merged_file(path, rerun)
+    assert written["identical"] is True and written["benches"][-1] is rerun and len(written["benches"]) == 3
+    path.write_text('{"tasks": {}, "identical": true}')  # the single-report form of earlier versions
+    assert determinism.merged_file(path, rerun)["benches"] == [rerun]
 
 
 def test_determinism_compares_predictions_not_only_scores():
