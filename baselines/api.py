@@ -72,11 +72,16 @@ def load(task: str, path: PathLike) -> list:
     return (spec.load_input or spec.load)(Path(path))
 
 
-def records_from_hf(task: str, rows: Sequence[dict]) -> list:
-    """Records of rows in the Hugging Face klue schema of the task's config, as a `datasets.Dataset` gives
-    them (`list(ds)` or `ds.to_list()`): the same conversion that reads HF exports from files."""
+def records_from_hf(task: str, rows: Any) -> list:
+    """Records of the Hugging Face klue config of the task: a `datasets.Dataset` (its ClassLabel names read
+    from its `.features`), or its rows as it gives them (`list(ds)`, `ds.to_list()`: integer labels read in
+    the shipped order). The same conversion that reads HF exports from files."""
     spec = get_task(task)
-    return spec.from_hf(list(rows), Path(f"<Hugging Face klue {hf.SCHEMAS[task].config} rows>"))
+    features = getattr(rows, "features", None)
+    features = features.to_dict() if hasattr(features, "to_dict") else None
+    rows = rows.to_list() if hasattr(rows, "to_list") else list(rows)
+    where = Path(f"<Hugging Face klue {hf.SCHEMAS[task].config} rows>")
+    return spec.from_hf(hf.named_rows(task, rows, features, where), where)
 
 
 def load_hub(task: str, split: str = "validation") -> list:
@@ -87,7 +92,7 @@ def load_hub(task: str, split: str = "validation") -> list:
     except ImportError:
         raise driver.UsageError('loading from the Hugging Face hub needs the datasets package: pip install '
                                 '"klue-baselines[hf]"') from None
-    return records_from_hf(task, datasets.load_dataset("klue", hf.SCHEMAS[task].config, split=split).to_list())
+    return records_from_hf(task, datasets.load_dataset("klue/klue", hf.SCHEMAS[task].config, split=split))
 
 
 def load_xy(task: str, path: PathLike, plain: bool = False) -> tuple[list, list]:
@@ -171,24 +176,25 @@ def train(task: str, out: PathLike, model: str | None = None, *, data_dir: PathL
 
 def saved_or_fitted(task: str, model_file: PathLike | None = None, model: str | None = None, *,
                     data_dir: PathLike | None = None, train: PathLike | None = None, seed: int = 0,
-                    pos: str | None = None, log: Log = _quiet, **params: Any) -> Any:
-    """The model that `predict` and `explain` use: the one saved in `model_file`, else `model` (see
-    `model_name` for `pos`) fitted on the training file. Hyper-parameters, a model name or `pos` with a
-    saved model are a UsageError: a saved model has its own."""
+                    pos: str | None = None, trust_pickle: bool = False, log: Log = _quiet, **params: Any) -> Any:
+    """The model that `predict` and `explain` use: the one saved in `model_file` (see load_model for
+    trust_pickle), else `model` (see `model_name` for `pos`) fitted on the training file. Hyper-parameters,
+    a model name or `pos` with a saved model are a UsageError: a saved model has its own."""
     if model_file is not None:
         if params or model is not None or pos is not None:
             raise driver.UsageError("--param, --pos and a model name set up a model to train: a saved --model FILE "
                                     "has its own")
-        return load_model(task, model_file)[1]
+        return load_model(task, model_file, trust_pickle)[1]
     return fit(task, training_file(task, data_dir, train, log), model_name(task, model, pos), seed=seed,
                data_dir=data_dir, log=log, **params)
 
 
-def load_model(task: str, path: PathLike) -> tuple[str, Any]:
-    """(model name, model) of a file that `train` wrote. Its header is checked before the model is read; a
-    file saved without the `secure` extra is a pickle, which can run code: load those only from a trusted
-    source."""
-    estimator, metadata = persistence.load_model(Path(path), task, driver.versions())
+def load_model(task: str, path: PathLike, trust_pickle: bool = False) -> tuple[str, Any]:
+    """(model name, model) of a file that `train` wrote. Its header is checked before the model is read, and
+    the model after: it must be a fitted estimator of the class that the header's model name makes. A file
+    saved without the `secure` extra is a pickle, which can run code: it loads only with trust_pickle=True,
+    which you should give only to files from a trusted source."""
+    estimator, metadata = persistence.load_model(Path(path), task, driver.versions(), trust_pickle)
     return metadata["model"], estimator
 
 
@@ -208,8 +214,8 @@ def predict(task: str, model: Any, inputs: PathLike | Sequence) -> list[dict]:
 
 def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *, model_file: PathLike | None = None,
                  model: str | None = None, data_dir: PathLike | None = None, train: PathLike | None = None,
-                 seed: int = 0, pos: str | None = None, output_format: str = "jsonl", log: Log = _quiet,
-                 **params: Any) -> list[dict]:
+                 seed: int = 0, pos: str | None = None, output_format: str = "jsonl", trust_pickle: bool = False,
+                 log: Log = _quiet, **params: Any) -> list[dict]:
     """`predict`: the prediction rows of an input file, from a saved model (`model_file`) or from `model` (see
     `model_name` for `pos`) trained on the training file first. With `output`, the rows are also written there,
     whole or not at all: as JSON Lines; with output_format='hf' as Hugging Face users keep predictions (JSON
@@ -223,8 +229,8 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
     if output is not None:
         check_output_file(Path(output))
     records = load(task, inputs)  # read before any training: a bad input fails at once
-    estimator = saved_or_fitted(task, model_file, model, data_dir=data_dir, train=train, seed=seed, pos=pos, log=log,
-                                **params)
+    estimator = saved_or_fitted(task, model_file, model, data_dir=data_dir, train=train, seed=seed, pos=pos,
+                                trust_pickle=trust_pickle, log=log, **params)
     rows = driver.with_inputs(spec, records, spec.predict(estimator, records))
     if output is not None:
         if output_format in spec.writers:
@@ -269,17 +275,18 @@ def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence 
 
 def evaluate(task: str, model: str | Any = None, *, model_file: PathLike | None = None,
              data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
-             cv: int = 0, seed: int = 0, jobs: int = 1, backend: str = "loky", log: Log = _quiet,
-             **params: Any) -> dict:
+             cv: int = 0, seed: int = 0, jobs: int = 1, backend: str = "loky", trust_pickle: bool = False,
+             log: Log = _quiet, **params: Any) -> dict:
     """Score a model on the dev file (`dev`, else the data directory's) and return the record that `run`
     writes to results/<task>.json. `model` is a model name (trained here on the training file, or cross-fitted
     with cv >= 2) or a fitted estimator (recorded under its class name); `model_file` a file that `train`
-    wrote."""
+    wrote (see load_model for trust_pickle)."""
     spec = get_task(task)
     workers = Workers(jobs, backend)
     fitted = None
     if model_file is not None or (model is not None and not isinstance(model, str)):
-        fitted = load_model(task, model_file) if model_file is not None else (type(model).__name__, model)
+        fitted = (load_model(task, model_file, trust_pickle) if model_file is not None
+                  else (type(model).__name__, model))
         model = None
     data = locate(task, data_dir, train=train, dev=dev, log=log)
     record, _predictions = driver.evaluate_task(spec, data, model_name=model, seed=seed, cv=cv, log=log,
@@ -419,8 +426,9 @@ def read_predictions(task: str, path: PathLike) -> list[dict]:
     alternative (MRC's {question_id: answer} object, DP's official TSV)."""
     spec, path = get_task(task), Path(path)
     exported = hf.exported_rows(path) if path.is_dir() or hf.is_parquet(path) else None
-    if exported is not None:
-        return exported[1]  # parquet or a save_to_disk folder of predictions, as HF users keep them
+    if exported is not None:  # parquet or a save_to_disk folder of predictions, as HF users keep them
+        _kind, rows, features = exported
+        return hf.named_rows(task, rows, features, path)
     try:
         whole = json.loads(read_text(path))
     except json.JSONDecodeError:

@@ -239,17 +239,22 @@ def _print_metrics(task: str, metrics: dict, as_json: bool, **more) -> None:
 def train(ctx, task: str, out_path: Path | None, data_dir, train_file, model_name, params, seed: int, pos) -> None:
     """Train a model on the training file and save it: a metadata header, checked before the model is read,
     then the model, stored with skops where the secure extra is installed (pip install 'klue-baselines[secure]'),
-    else as a joblib pickle. Pickled model files can run code when loaded: use those only from a trusted source."""
+    else as a joblib pickle. Pickled model files can run code when loaded: they load only with --trust-pickle."""
     name = api.model_name(task, model_name, pos)
     path = api.train(task, out_path or f"{task}.joblib", name, data_dir=data_dir, train=train_file, seed=seed,
                      log=console(ctx).log, **params)
     click.echo(f"saved {name} model for {task} to {path}")
 
 
-saved_model_option = click.option(
-    "--model", "model_path", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-    help="Model file from `train` (default: train one on the training data first). Files saved without the "
-         "secure extra are pickles: use those only from a trusted source.")
+def saved_model_option(command):
+    """--model FILE, and --trust-pickle, the consent that a pickled model file needs."""
+    command = click.option("--trust-pickle", is_flag=True,
+                           help="Load a model file whose model is a pickle (saved without the secure extra). A "
+                                "pickle can run any code when loaded: give this only for files from a trusted "
+                                "source.")(command)
+    return click.option("--model", "model_path", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+                        default=None, help="Model file from `train` (default: train one on the training data "
+                                           "first).")(command)
 
 
 @main.command()
@@ -263,10 +268,11 @@ saved_model_option = click.option(
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
 @click.pass_context
 @friendly_errors
-def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, params, seed: int, as_json: bool) -> None:
+def evaluate(ctx, task: str, model_path, trust_pickle: bool, data_dir, train_file, dev_file, params, seed: int,
+             as_json: bool) -> None:
     """Score a model on the dev file with the official metrics."""
     record = api.evaluate(task, model_file=model_path, data_dir=data_dir, train=train_file, dev=dev_file, seed=seed,
-                          log=console(ctx).log, **params)
+                          trust_pickle=trust_pickle, log=console(ctx).log, **params)
     _print_metrics(task, record["metrics"], as_json, model=record["model"])
 
 
@@ -287,12 +293,12 @@ def evaluate(ctx, task: str, model_path, data_dir, train_file, dev_file, params,
                                       "ClassLabel indices); tsv and conllu (DP): the official TSV layout, CoNLL-U.")
 @click.pass_context
 @friendly_errors
-def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir, train_file, params, seed: int,
-            pos: str | None, output_format: str) -> None:
+def predict(ctx, task: str, input_path: Path, output_path, model_path, trust_pickle: bool, data_dir, train_file,
+            params, seed: int, pos: str | None, output_format: str) -> None:
     """Predict raw or official-format input; one JSON object per record (format in the README)."""
     rows = api.predict_file(task, input_path, output_path, model_file=model_path, data_dir=data_dir,
-                            train=train_file, seed=seed, pos=pos, output_format=output_format, log=console(ctx).log,
-                            **params)
+                            train=train_file, seed=seed, pos=pos, output_format=output_format,
+                            trust_pickle=trust_pickle, log=console(ctx).log, **params)
     if output_path is None:
         for row in rows:
             click.echo(json.dumps(row, ensure_ascii=False))
@@ -313,14 +319,14 @@ def predict(ctx, task: str, input_path: Path, output_path, model_path, data_dir,
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
 @click.pass_context
 @friendly_errors
-def explain(ctx, task: str, model_path, top_k: int, input_path, data_dir, train_file, params, seed: int,
-            as_json: bool) -> None:
+def explain(ctx, task: str, model_path, trust_pickle: bool, top_k: int, input_path, data_dir, train_file, params,
+            seed: int, as_json: bool) -> None:
     """Show what a model learnt (its strongest features per class or label) and, with --input, why it
     predicted what it did."""
     if model_path is None:  # refused before any training, not after it
         api.check_explainable(task, api.make_model(task, data_dir=data_dir, **params), input_path is not None)
-    model = api.saved_or_fitted(task, model_path, data_dir=data_dir, train=train_file, seed=seed, log=console(ctx).log,
-                                **params)
+    model = api.saved_or_fitted(task, model_path, data_dir=data_dir, train=train_file, seed=seed,
+                                trust_pickle=trust_pickle, log=console(ctx).log, **params)
     explanation = api.explain(task, model, top_k, input_path, per_input=top_k)
     if as_json:
         click.echo(json.dumps(explanation, ensure_ascii=False, indent=2))

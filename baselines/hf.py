@@ -1,12 +1,16 @@
 """Hugging Face `klue` data: each config's schema in one table, and its rows read from the files that
 `Dataset.to_json`, `Dataset.to_parquet` and `Dataset.save_to_disk` write.
 
-The schema is that of the `klue` loading script of huggingface/datasets (datasets/klue/klue.py). Its
-ClassLabel name orders are not always this project's label orders (NLI: entailment, contradiction,
-neutral), so integer labels are always read through this table. The formats are told apart by content,
-never by file name: a folder is a `save_to_disk` dataset, a file starting with the bytes PAR1 is parquet,
-and a JSON Lines file whose first row has the config's fields is a `to_json` export. Parquet and
-`save_to_disk` need pyarrow (the `hf` extra); `datasets` itself is not needed.
+The schema is that of the `klue` loading script that `datasets` shipped (huggingface/datasets,
+datasets/klue/klue.py, the versions that stream with `dl_manager.iter_archive`, and the hub's `klue/klue`):
+NER rows are `sentence`, `tokens` (characters) and `ner_tags`; NLI's ClassLabel order is entailment,
+neutral, contradiction. Integer labels are read by the ClassLabel names that the file carries where it
+carries them: parquet in its schema metadata (key `huggingface`), a save_to_disk folder in its
+dataset_info.json, a Dataset object in `.features`. JSON Lines carry none: there the shipped order is used.
+Names other than the official label set are an error. The formats are told apart by content, never by file
+name: a folder is a `save_to_disk` dataset, a file starting with the bytes PAR1 is parquet, and a JSON Lines
+file whose first row has the config's fields is a `to_json` export. Parquet and `save_to_disk` need pyarrow
+(the `hf` extra); `datasets` itself is not needed.
 
 HF NER and DP rows have no guid. Where the file holds as many rows as the official split (NER 21,008
 train or 5,000 validation sentences, DP 10,000 or 2,000), its order is the official file's, and row N gets
@@ -18,7 +22,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -60,7 +64,7 @@ class HfSchema:
     class_scores: dict[str, str] = field(default_factory=dict)
 
 
-# The mapping, config by config (fields and ClassLabel orders as in datasets/klue/klue.py).
+# The mapping, config by config (fields and ClassLabel orders as the shipped datasets/klue/klue.py has them).
 SCHEMAS: dict[str, HfSchema] = {schema.config: schema for schema in (
     HfSchema("ynat", ("guid", "title", "label", "url", "date"),
              {"label": ("IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치")}, {"label": "label"},
@@ -68,8 +72,8 @@ SCHEMAS: dict[str, HfSchema] = {schema.config: schema for schema in (
     HfSchema("sts", ("guid", "source", "sentence1", "sentence2", "labels"), {}, {"label": "score"},
              {"train": 11668, "dev": 519}),
     HfSchema("nli", ("guid", "source", "premise", "hypothesis", "label"),
-             {"label": ("entailment", "contradiction", "neutral")}, {"label": "label"}, {"train": 24998, "dev": 3000}),
-    HfSchema("ner", ("sentence", "char", "ne_tag"), {"ne_tag": HF_NER_TAGS}, {"ne_tag": "tags"},
+             {"label": ("entailment", "neutral", "contradiction")}, {"label": "label"}, {"train": 24998, "dev": 3000}),
+    HfSchema("ner", ("sentence", "tokens", "ner_tags"), {"ner_tags": HF_NER_TAGS}, {"ner_tags": "tags"},
              {"train": 21008, "dev": 5000}, "klue-ner-v1_{split}_{index:05d}"),
     HfSchema("re", ("guid", "sentence", "subject_entity", "object_entity", "label", "source"),
              {"label": RE_LABELS}, {"label": "label", "probs": "probs"}, {"train": 32470, "dev": 7765},
@@ -145,8 +149,9 @@ def _pyarrow(path: Path):
     return pyarrow
 
 
-def _arrow_folder_rows(folder: Path) -> list[dict]:
-    """The rows of a `Dataset.save_to_disk` folder: its Arrow stream files, in the order state.json lists."""
+def _arrow_folder_rows(folder: Path) -> tuple[list[dict], Any]:
+    """The rows of a `Dataset.save_to_disk` folder (its Arrow stream files, in the order state.json lists) and
+    the features that its dataset_info.json holds (None where it holds none)."""
     if (folder / "dataset_dict.json").is_file():
         splits = ", ".join(sorted(p.name for p in folder.iterdir() if p.is_dir()))
         raise DataError(folder, None, f"is a DatasetDict; give one split's folder ({splits})")
@@ -167,15 +172,32 @@ def _arrow_folder_rows(folder: Path) -> list[dict]:
                 rows.extend(pyarrow.ipc.open_stream(source).read_all().to_pylist())
         except (OSError, pyarrow.ArrowInvalid) as error:
             raise DataError(path, None, f"not a readable Arrow stream ({error})") from None
-    return rows
+    info_path = folder / "dataset_info.json"
+    if not info_path.is_file():
+        return rows, None
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise DataError(info_path, None, "expected the JSON that save_to_disk writes") from None
+    return rows, info.get("features") if isinstance(info, dict) else None
 
 
-def _parquet_rows(path: Path) -> list[dict]:
+def _parquet_rows(path: Path) -> tuple[list[dict], Any]:
+    """The rows of a parquet file, and the features that `datasets` keeps in its schema metadata."""
     pyarrow = _pyarrow(path)
     try:
-        return pyarrow.parquet.read_table(str(path)).to_pylist()
+        table = pyarrow.parquet.read_table(str(path))
     except (OSError, pyarrow.ArrowInvalid) as error:
         raise DataError(path, None, f"not a readable parquet file ({error})") from None
+    stored = (table.schema.metadata or {}).get(b"huggingface")
+    if stored is None:
+        return table.to_pylist(), None
+    try:
+        info = json.loads(stored.decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise DataError(path, None, "its 'huggingface' schema metadata is not JSON") from None
+    info = info.get("info") if isinstance(info, dict) else None
+    return table.to_pylist(), info.get("features") if isinstance(info, dict) else None
 
 
 def is_parquet(path: Path) -> bool:
@@ -183,19 +205,71 @@ def is_parquet(path: Path) -> bool:
         return handle.read(4) == b"PAR1"
 
 
-def exported_rows(path: Path) -> tuple[str, list[dict]] | None:
-    """(format, rows) of a Hugging Face export: a save_to_disk folder, a parquet file or JSON Lines; None for
-    any other file (an official file)."""
+def exported_rows(path: Path) -> tuple[str, list[dict], Any] | None:
+    """(format, rows, features) of a Hugging Face export: a save_to_disk folder, a parquet file or JSON Lines,
+    with the serialised `datasets` features that the file carries (None for JSON Lines); None for any other
+    file (an official file)."""
     path = Path(path)
     if path.is_dir():
-        return "save_to_disk", _arrow_folder_rows(path)
+        return ("save_to_disk", *_arrow_folder_rows(path))
     if not path.is_file():
         return None
     if is_parquet(path):
-        return "parquet", _parquet_rows(path)
+        return ("parquet", *_parquet_rows(path))
     if looks_like_jsonl(path):
-        return "jsonl", [row for _number, row in read_jsonl(path)]
+        return "jsonl", [row for _number, row in read_jsonl(path)], None
     return None
+
+
+def class_label_names(feature: Any) -> tuple[str, ...] | None:
+    """The names of a ClassLabel feature as `datasets` serialises it, or of the ClassLabel that a sequence
+    holds (NER's ner_tags: Sequence, List, or a one-item list in older versions); None for other features."""
+    if isinstance(feature, list) and len(feature) == 1:
+        return class_label_names(feature[0])
+    if not isinstance(feature, dict):
+        return None
+    if feature.get("_type") == "ClassLabel":
+        names = feature.get("names")
+        return tuple(names) if isinstance(names, list) and all(isinstance(n, str) for n in names) else ()
+    return class_label_names(feature.get("feature"))
+
+
+def file_schema(code: str, features: Any, path: Path) -> HfSchema:
+    """`code`'s schema with the ClassLabel orders that a file's features give (the shipped orders for columns
+    whose feature is not a ClassLabel, and where the file carries no features). Names other than the
+    official label set are an error: the file is not of this config, or a label was renamed."""
+    schema = SCHEMAS[code]
+    if not isinstance(features, dict):
+        return schema
+    orders = {}
+    for column, official in schema.labels.items():
+        names = class_label_names(features.get(column))
+        if names is None:
+            continue
+        if len(set(names)) != len(names) or set(names) != set(official):
+            unknown = [name for name in names if name not in official]
+            missing = [name for name in official if name not in names]
+            problems = ([f"not a class of it: {', '.join(unknown)}"] if unknown else []) + (
+                [f"missing: {', '.join(missing)}"] if missing else []) + (
+                ["a name repeated"] if len(set(names)) != len(names) else [])
+            raise DataError(path, None, f"the '{column}' ClassLabel names are not those of HF klue {code} "
+                                        f"({'; '.join(problems)})")
+        orders[column] = names
+    return replace(schema, labels={**schema.labels, **orders})
+
+
+def named_rows(code: str, rows: list, features: Any, path: Path) -> list:
+    """Rows whose ClassLabel columns hold names, read by the file's own ClassLabel names (see file_schema);
+    names pass as they are, for the task's own check. Rows that are not objects are left to the task's reader,
+    which says what is wrong with them."""
+    schema = file_schema(code, features, path)
+    converted = []
+    for number, row in enumerate(rows, start=1):
+        if isinstance(row, dict):
+            row = {**row, **{column: _named(schema, column, row[column], path, f"row {number}")
+                             for column in schema.labels if column in row}}
+        converted.append(row)
+    return converted
 
 
 def matches(schema: HfSchema, row: dict) -> bool:
@@ -211,7 +285,7 @@ def prediction_rows(code: str, rows: list[dict], gold_ids: list[str], path: Path
     """Predictions as HF users keep them, made into this project's rows: 'id' read as 'guid' (SQuAD style);
     without guids, one row per gold record in the gold's order (a count that differs is an error); HF
     columns renamed (STS 'label' -> 'score', DP 'head'/'deprel' -> 'heads'/'deprels', MRC
-    'prediction_text' -> 'answer', WoS 'state' -> 'states', NER 'ne_tag' -> 'tags') and ClassLabel indices
+    'prediction_text' -> 'answer', WoS 'state' -> 'states', NER 'ner_tags' -> 'tags') and ClassLabel indices
     turned into names. Rows in this project's own form pass unchanged."""
     schema = SCHEMAS[code]
     rows = [dict(row, guid=row["id"]) if "guid" not in row and "id" in row else row for row in rows]
@@ -281,9 +355,9 @@ def readable(code: str, official: Callable[[Path], list], from_rows: Callable[[l
         exported = exported_rows(Path(path))
         if exported is None:
             return official(path)
-        kind, rows = exported
+        kind, rows, features = exported
         if rows and matches(schema, rows[0]):
-            return from_rows(rows, Path(path))
+            return from_rows(named_rows(code, rows, features, Path(path)), Path(path))
         if kind == "jsonl" and (raw_jsonl or len(rows) == 1):
             # A single line may be a whole official document written compactly ({"data": [...]} for MRC):
             # the official reader says what is wrong with it.

@@ -6,7 +6,8 @@ file, and loads only types from this toolkit and the libraries its models are ma
 model is a joblib pickle. Either way the header is read and checked as plain text first (format, task,
 versions, and the sha256 of the model bytes that follow), so a file that is not a klue-baselines model, or
 was saved for another task or library version, or was damaged, is refused without reading a byte of it
-as a model. A pickle can run code when it is loaded: load pickled model files only from a trusted source.
+as a model. A pickle can run code when it is loaded, and anyone can write a valid header for one: like
+numpy.load(allow_pickle=False), a pickled payload is loaded only with explicit consent (trust_pickle).
 """
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ import io
 import json
 import zipfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, get_type_hints
 
 import joblib
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 from baselines.dataio import atomic_output, file_sha256
+from baselines.registry import get_task
 
 FORMAT = "klue-baselines-model/2"
 MAGIC = b"KLUE-BASELINES-MODEL\n"
@@ -107,18 +111,36 @@ def read_metadata(path: Path) -> tuple[dict, int]:
     return metadata, offset
 
 
-def load_model(path: Path, task: str, versions: dict[str, str]) -> tuple[Any, dict]:
+PICKLE_CONSENT = "--trust-pickle (CLI) or trust_pickle=True (API)"
+
+
+def model_types(task: str) -> dict[str, type]:
+    """The estimator class of each of `task`'s models, by model name: what its factory returns."""
+    return {name: get_type_hints(factory)["return"] for name, factory in get_task(task).models.items()}
+
+
+def load_model(path: Path, task: str, versions: dict[str, str], trust_pickle: bool = False) -> tuple[Any, dict]:
     """The model and its metadata; ModelFileError, before anything is unpickled, when the file is not a
-    model file, is damaged, is for another task or was written with other versions of the toolkit,
-    kiwipiepy or scikit-learn (their models may not load or behave alike)."""
+    model file, is damaged, is for another task, names a model that the task does not have or was written
+    with other versions of the toolkit, kiwipiepy or scikit-learn (their models may not load or behave
+    alike), and when its model is a pickle and trust_pickle is not given; after loading, when the object is
+    not a fitted estimator of the class that its header's model name makes."""
     metadata, offset = read_metadata(path)
     if metadata["task"] != task:
         raise ModelFileError(f"{path}: this model was trained for {metadata['task']}, not {task}")
+    known = model_types(task)
+    expected = known.get(metadata["model"])
+    if expected is None:
+        raise ModelFileError(f"{path}: its header names model {metadata['model']!r}, which {task} does not have "
+                             f"({', '.join(sorted(known))})")
     for library in _CHECKED_VERSIONS:
         saved, current = metadata["versions"].get(library), versions.get(library)
         if saved != current:
             raise ModelFileError(f"{path}: saved with {library} {saved}, but this is {current}; "
                                  f"train the model again with this version")
+    if metadata["payload_format"] == "joblib" and not trust_pickle:
+        raise ModelFileError(f"{path}: the model is a pickle, which can run any code when loaded; if you trust "
+                             f"the file's source, load it with {PICKLE_CONSENT}")
     with open(path, "rb") as handle:
         handle.seek(offset)
         payload = handle.read()
@@ -132,6 +154,13 @@ def load_model(path: Path, task: str, versions: dict[str, str]) -> tuple[Any, di
             model = joblib.load(io.BytesIO(payload))
         except Exception as error:  # joblib raises many kinds for a damaged payload
             raise ModelFileError(f"{path}: not a readable model ({type(error).__name__}: {error})") from None
+    if not isinstance(model, expected):
+        raise ModelFileError(f"{path}: holds a {type(model).__name__}, not the {expected.__name__} that a {task} "
+                             f"{metadata['model']} model is")
+    try:
+        check_is_fitted(model)
+    except NotFittedError:
+        raise ModelFileError(f"{path}: holds a {expected.__name__} that was never fitted") from None
     # The package version stays while a model's features change between commits: a model that can tell
     # what it was fitted on says so here, not with a shape error at predict time.
     mismatch = getattr(model, "layout_mismatch", None)

@@ -1,6 +1,7 @@
-"""Hugging Face `klue`-schema exports of official KLUE files, built here without hub access: rows as the HF
-loading script (huggingface/datasets, datasets/klue/klue.py) makes them, written as `Dataset.to_json`,
-`to_parquet` and `save_to_disk` would. Used by the tests on the shipped sample, and by hand on ../shared:
+"""Hugging Face `klue`-schema exports of official KLUE files, written by the `datasets` library itself
+without hub access: rows as the shipped HF loading script (huggingface/datasets, datasets/klue/klue.py)
+makes them, labels as names, encoded by `Dataset.from_dict` with the script's Features, then written with
+`to_json`, `to_parquet` and `save_to_disk`. Used by the tests on the shipped sample, and by hand on ../shared:
 
     python tests/hf_fixtures.py ../shared/klue /tmp/klue-hf      # <config>/{train,validation}.{jsonl,parquet}
 
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 YNAT = ["IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치"]
-NLI = ["entailment", "contradiction", "neutral"]
+NLI = ["entailment", "neutral", "contradiction"]
 NER = ["B-DT", "I-DT", "B-LC", "I-LC", "B-OG", "I-OG", "B-PS", "I-PS", "B-QT", "I-QT", "B-TI", "I-TI", "O"]
 RE = ["no_relation", "org:dissolved", "org:founded", "org:place_of_headquarters", "org:alternate_names",
       "org:member_of", "org:members", "org:political/religious_affiliation", "org:product", "org:founded_by",
@@ -45,22 +46,20 @@ def _tsv_sentences(path: Path):
 
 
 def hf_rows(config: str, path: Path) -> list[dict]:
-    """The rows that the HF loading script makes of an official file."""
+    """The rows that the HF loading script makes of an official file, ClassLabel columns as names (the
+    script hands names to `datasets` too, which encodes them)."""
     if config in FIELDS:
         rows = [{key: row.get(key) for key in FIELDS[config]} for row in json.loads(path.read_text(encoding="utf-8"))]
-        names = {"ynat": YNAT, "re": RE}.get(config)
         for row in rows:
-            if names is not None:
-                row["label"] = names.index(row["label"])
             if config == "ynat":
                 row["url"], row["date"] = row["url"] or "", row["date"] or ""
         return rows
     if config == "nli":
         return [{"guid": row["guid"], "source": row.get("source", row.get("genre")), "premise": row["premise"],
-                 "hypothesis": row["hypothesis"], "label": NLI.index(row["gold_label"])}
+                 "hypothesis": row["hypothesis"], "label": row["gold_label"]}
                 for row in json.loads(path.read_text(encoding="utf-8"))]
     if config == "ner":
-        return [{"sentence": header, "char": [row[0] for row in rows], "ne_tag": [NER.index(row[1]) for row in rows]}
+        return [{"sentence": header, "tokens": [row[0] for row in rows], "ner_tags": [row[1] for row in rows]}
                 for header, rows in _tsv_sentences(path)]
     if config == "dp":
         return [{"sentence": header, **{name: [int(row[column]) if name in ("index", "head") else row[column]
@@ -89,30 +88,58 @@ def hf_rows(config: str, path: Path) -> list[dict]:
     raise KeyError(config)
 
 
-def write_jsonl(rows: list[dict], path: Path) -> Path:
-    """As Dataset.to_json writes: one JSON object per line."""
-    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+def features(config: str, label_names: dict[str, list[str]] | None = None):
+    """The script's Features of `config`; label_names replaces a ClassLabel's names (a draft's order, or
+    names that are not KLUE's)."""
+    from datasets import ClassLabel, Features, List, Sequence, Value
+    names = {"ynat": YNAT, "nli": NLI, "ner": NER, "re": RE, **(label_names or {})}
+    string, int32 = Value("string"), Value("int32")
+    entity = {"word": string, "start_idx": int32, "end_idx": int32, "type": string}
+    return Features({
+        "ynat": lambda: {"guid": string, "title": string, "label": ClassLabel(names=names["ynat"]), "url": string,
+                         "date": string},
+        "sts": lambda: {"guid": string, "source": string, "sentence1": string, "sentence2": string,
+                        "labels": {"label": Value("float64"), "real-label": Value("float64"),
+                                   "binary-label": ClassLabel(names=["negative", "positive"])}},
+        "nli": lambda: {"guid": string, "source": string, "premise": string, "hypothesis": string,
+                        "label": ClassLabel(names=names["nli"])},
+        "ner": lambda: {"sentence": string, "tokens": Sequence(string),
+                        "ner_tags": Sequence(ClassLabel(names=names["ner"]))},
+        "re": lambda: {"guid": string, "sentence": string, "subject_entity": entity, "object_entity": entity,
+                       "label": ClassLabel(names=names["re"]), "source": string},
+        "dp": lambda: {"sentence": string, "index": List(int32), "word_form": List(string), "lemma": List(string),
+                       "pos": List(string), "head": List(int32), "deprel": List(string)},
+        "mrc": lambda: {"title": string, "context": string, "news_category": string, "source": string,
+                        "guid": string, "is_impossible": Value("bool"), "question_type": int32, "question": string,
+                        "answers": Sequence({"answer_start": int32, "text": string})},
+        "wos": lambda: {"guid": string, "domains": List(string),
+                        "dialogue": List({"role": string, "text": string, "state": List(string)})},
+    }[config]())
+
+
+def dataset(config: str, rows: list[dict], label_names: dict[str, list[str]] | None = None):
+    """A `datasets.Dataset` of HF rows, ClassLabel names encoded by `datasets` with the script's Features."""
+    from datasets import Dataset
+    columns = {name: [row[name] for row in rows] for name in (rows[0] if rows else {})}
+    return Dataset.from_dict(columns, features=features(config, label_names))
+
+
+def write_jsonl(rows, path: Path) -> Path:
+    """A Dataset (or rows, as a user writes predictions) as JSON Lines: Dataset.to_json for a Dataset."""
+    if isinstance(rows, list):
+        path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    else:
+        rows.to_json(str(path), force_ascii=False)
     return path
 
 
-def write_parquet(rows: list[dict], path: Path) -> Path:
-    import pyarrow
-    import pyarrow.parquet
-    pyarrow.parquet.write_table(pyarrow.Table.from_pylist(rows), str(path))
+def write_parquet(data, path: Path) -> Path:
+    data.to_parquet(str(path))
     return path
 
 
-def write_saved_dataset(rows: list[dict], folder: Path) -> Path:
-    """As Dataset.save_to_disk writes: an Arrow stream file, and state.json naming it."""
-    import pyarrow
-    import pyarrow.ipc
-    folder.mkdir(parents=True, exist_ok=True)
-    table = pyarrow.Table.from_pylist(rows)
-    with pyarrow.ipc.new_stream(str(folder / "data-00000-of-00001.arrow"), table.schema) as writer:
-        writer.write_table(table)
-    (folder / "state.json").write_text(json.dumps({"_data_files": [{"filename": "data-00000-of-00001.arrow"}],
-                                                   "_split": "validation"}), encoding="utf-8")
-    (folder / "dataset_info.json").write_text("{}", encoding="utf-8")
+def write_saved_dataset(data, folder: Path) -> Path:
+    data.save_to_disk(str(folder))
     return folder
 
 
@@ -129,10 +156,10 @@ def export_folder(source: Path, target: Path) -> list[Path]:
     for config, (folder, pattern) in OFFICIAL.items():
         for path in sorted((source / folder).glob(pattern.format("*"))):
             stem = path.name[len(pattern.split("{}")[0]):-len(pattern.split("{}")[1])].replace("dev", "validation")
-            rows = hf_rows(config, path)
+            data = dataset(config, hf_rows(config, path))
             (target / config).mkdir(parents=True, exist_ok=True)
-            written.append(write_jsonl(rows, target / config / f"{stem}.jsonl"))
-            written.append(write_parquet(rows, target / config / f"{stem}.parquet"))
+            written.append(write_jsonl(data, target / config / f"{stem}.jsonl"))
+            written.append(write_parquet(data, target / config / f"{stem}.parquet"))
         for extra in ("ontology.json",):  # WoS's ontology is not part of the HF dataset: it goes beside
             if (source / folder / extra).is_file():
                 written.append(Path(shutil.copy(source / folder / extra, target / config / extra)))

@@ -14,9 +14,10 @@ from baselines.cli import main
 from baselines.dataio import DataError
 from baselines.registry import TASK_CODES, get_task
 from baselines.taskspec import align_predictions
-from hf_fixtures import hf_rows, write_jsonl, write_parquet, write_saved_dataset
+from hf_fixtures import NLI, dataset, hf_rows, write_jsonl, write_parquet, write_saved_dataset
 
 pytest.importorskip("pyarrow", reason="parquet and save_to_disk exports need the hf extra (pyarrow)")
+pytest.importorskip("datasets", reason="the HF fixtures are written by the datasets library (the test extra)")
 
 FORMATS = ("jsonl", "parquet", "disk")
 
@@ -30,10 +31,10 @@ def exports(tmp_path_factory) -> Path:
         folder = root / code
         folder.mkdir()
         for split, name in (("train", "train"), ("dev", "validation")):
-            rows = hf_rows(code, api.data_file(code, split))
-            write_jsonl(rows, folder / f"{name}.jsonl")
-            write_parquet(rows, folder / f"{name}.parquet")
-            write_saved_dataset(rows, folder / name)
+            data = dataset(code, hf_rows(code, api.data_file(code, split)))
+            write_jsonl(data, folder / f"{name}.jsonl")
+            write_parquet(data, folder / f"{name}.parquet")
+            write_saved_dataset(data, folder / name)
         for extra in get_task(code).extra_files:
             shutil.copy(api.data_file(code, "dev").parent / extra, folder / extra)
     return root
@@ -45,9 +46,11 @@ def export(root: Path, code: str, split: str, kind: str) -> Path:
 
 
 def comparable(code: str, records: list) -> tuple:
-    """What must survive the trip through HF: inputs and gold (NER and DP guids differ by design)."""
+    """What must survive the trip through HF: inputs and gold (NER and DP guids differ by design). STS's
+    scores to 9 decimals: Dataset.to_json writes floats with 10 significant digits, as pandas does."""
     spec = get_task(code)
-    return spec.plain_inputs(records), spec.targets(records)
+    targets = spec.targets(records)
+    return spec.plain_inputs(records), [round(t, 9) for t in targets] if code == "sts" else targets
 
 
 @pytest.mark.parametrize("kind", FORMATS)
@@ -78,12 +81,56 @@ def test_a_data_dir_of_hf_exports(exports):
     assert record["metrics"]["micro_f1"] == api.evaluate("re", "trivial")["metrics"]["micro_f1"]
 
 
-def test_nli_labels_follow_the_hf_classlabel_order(exports):
+def test_nli_labels_follow_the_shipped_classlabel_order(exports):
     rows = [json.loads(line) for line in (exports / "nli" / "validation.jsonl").read_text(encoding="utf-8").split("\n")
             if line]
     records = api.load("nli", exports / "nli" / "validation.jsonl")
-    names = {0: "entailment", 1: "contradiction", 2: "neutral"}
-    assert [names[row["label"]] for row in rows] == [record.label for record in records]
+    assert NLI == ["entailment", "neutral", "contradiction"]
+    assert [NLI[row["label"]] for row in rows] == [record.label for record in records]
+    assert {row["label"] for row in rows} == {0, 1, 2}
+
+
+@pytest.mark.parametrize("kind", ["parquet", "disk", "dataset"])
+def test_classlabel_names_are_read_from_the_data_where_it_carries_them(tmp_path, kind):
+    draft = ["entailment", "contradiction", "neutral"]  # an order no shipped version had
+    official = api.load("nli", api.data_file("nli", "dev"))
+    data = dataset("nli", hf_rows("nli", api.data_file("nli", "dev")), {"nli": draft})
+    assert data[0]["label"] == draft.index(official[0].label)
+    if kind == "dataset":
+        records = api.records_from_hf("nli", data)
+    else:
+        path = (write_parquet(data, tmp_path / "draft.parquet") if kind == "parquet"
+                else write_saved_dataset(data, tmp_path / "draft"))
+        records = api.load("nli", path)
+    assert [r.label for r in records] == [r.label for r in official]
+    # JSON Lines carry no names: there the shipped order is used, as the README says.
+    rows = api.records_from_hf("nli", data.to_list())
+    assert [r.label for r in rows] == [NLI[draft.index(r.label)] for r in official]
+
+
+@pytest.mark.parametrize("kind", ["parquet", "disk"])
+def test_classlabel_names_other_than_the_official_set_are_one_line_errors(tmp_path, kind):
+    rows = [dict(row, label=NLI.index(row["label"])) for row in hf_rows("nli", api.data_file("nli", "dev"))[:3]]
+    data = dataset("nli", rows, {"nli": ["yes", "maybe", "no"]})
+    path = (write_parquet(data, tmp_path / "odd.parquet") if kind == "parquet"
+            else write_saved_dataset(data, tmp_path / "odd"))
+    predictions = write_jsonl([{"label": 0}] * 3, tmp_path / "predictions.jsonl")
+    result = CliRunner().invoke(main, ["-q", "score", "nli", "--gold", str(path), "--predictions", str(predictions)])
+    assert result.exit_code != 0 and len(result.output.strip().splitlines()) == 1, result.output
+    assert result.output.startswith(f"Error: {path}") and "'label' ClassLabel names are not those of HF klue nli" in (
+        result.output) and "not a class of it: yes, maybe, no; missing: entailment, neutral, contradiction" in (
+        result.output)
+    repeated = {"label": {"_type": "ClassLabel", "names": ["entailment", "neutral", "contradiction", "neutral"]}}
+    with pytest.raises(DataError, match="a name repeated"):  # datasets does not write it; a hand-edited file may
+        hf.file_schema("nli", repeated, path)
+
+
+def test_draft_ner_fields_name_the_shipped_ones(tmp_path):
+    draft = tmp_path / "ner.jsonl"
+    write_jsonl([{"sentence": "가", "char": ["가"], "ne_tag": [12]}] * 2, draft)
+    result = CliRunner().invoke(main, ["-q", "run", "ner", "--model", "trivial", "--train", str(draft), "--dev",
+                                       str(draft)])
+    assert result.exit_code != 0 and "(sentence, tokens, ner_tags)" in result.output
 
 
 def test_unknown_schemas_and_folders_are_one_line_errors(exports, tmp_path):
@@ -182,10 +229,12 @@ def test_hostile_exports_are_one_line_errors(tmp_path):
                                                           "--predictions", str(fake)]).output
 
 
-def test_rows_from_a_dataset_object_convert_as_files_do(exports):
-    rows = hf_rows("ner", api.data_file("ner", "dev"))  # what list(load_dataset("klue", "ner")["validation"]) holds
-    assert comparable("ner", api.records_from_hf("ner", rows)) == comparable("ner", api.load("ner", api.data_file(
-        "ner", "dev")))
+@pytest.mark.parametrize("code", TASK_CODES)
+def test_a_dataset_object_and_its_rows_convert_as_files_do(code):
+    data = dataset(code, hf_rows(code, api.data_file(code, "dev")))
+    official = comparable(code, api.load(code, api.data_file(code, "dev")))
+    assert comparable(code, api.records_from_hf(code, data)) == official
+    assert comparable(code, api.records_from_hf(code, data.to_list())) == official
 
 
 def test_the_hub_needs_the_datasets_package(monkeypatch):

@@ -2,6 +2,7 @@
 wrong score, code run from a model file, a damaged file or a hang. One test (or more) per kind of input."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pickle
@@ -249,14 +250,55 @@ def test_models_are_saved_with_skops_and_load_with_identical_predictions(tmp_pat
     assert outputs[0] == outputs[1]
 
 
-def test_without_the_secure_extra_models_are_pickles_behind_the_header(tmp_path, monkeypatch):
+def test_without_the_secure_extra_models_are_pickles_that_load_only_with_consent(tmp_path, monkeypatch):
     monkeypatch.setattr(persistence, "skops_io", lambda: None)
     path = tmp_path / "ynat.joblib"
-    persistence.save_model(path, ForeignModel(), "ynat", "tfidf-lr", [sample_file("ynat", "train")],
-                           driver.versions())
+    code, output = cli("train", "ynat", "--model", "trivial", "--out", path)
+    assert code == 0, output
     assert read_metadata(path)[0]["payload_format"] == "joblib"
-    model, _metadata = load_model(path, "ynat", driver.versions())
-    assert isinstance(model, ForeignModel)
+    error = refused("predict", "ynat", "--model", path, "--input", sample_file("ynat"))
+    assert "is a pickle" in error and "--trust-pickle" in error and "trust_pickle=True" in error
+    with pytest.raises(ModelFileError, match="trust_pickle=True"):
+        api.load_model("ynat", path)
+    assert api.load_model("ynat", path, trust_pickle=True)[0] == "trivial"
+    code, output = cli("predict", "ynat", "--model", path, "--trust-pickle", "--input", sample_file("ynat"))
+    assert code == 0 and output.count("\n") == len(json_records("ynat")), output
+
+
+def planted_model_file(path: Path, payload: bytes, task: str = "ynat", model: str = "tfidf-lr") -> Path:
+    """A model file with a header as `train` writes it (copied from a real one's fields, sha256 fixed) in
+    front of any payload."""
+    metadata = {"format": persistence.FORMAT, "task": task, "model": model, "versions": driver.versions(),
+                "training_data_sha256": "0" * 64, "training_files": [], "payload_format": "joblib",
+                "payload_sha256": hashlib.sha256(payload).hexdigest(), "payload_bytes": len(payload)}
+    path.write_bytes(persistence.MAGIC + json.dumps(metadata).encode() + b"\n" + payload)
+    return path
+
+
+def test_a_pickle_behind_a_valid_header_does_not_run_without_consent(tmp_path):
+    pytest.importorskip("skops.io", reason="the case is a skops install that still unpickled")
+    marker = tmp_path / "code-ran"
+    planted = planted_model_file(tmp_path / "model.joblib", pickle.dumps(PlantedCode(marker)))
+    for command in (["predict", "ynat", "--input", sample_file("ynat")], ["evaluate", "ynat"], ["explain", "ynat"]):
+        error = refused(*command, "--model", planted)
+        assert f"{planted}: the model is a pickle" in error and "--trust-pickle" in error
+    assert not marker.exists()
+
+
+def test_a_model_file_must_hold_the_fitted_estimator_its_header_names(tmp_path):
+    pytest.importorskip("skops.io", reason="the secure extra (skops) is not installed")
+    train = sample_file("ynat", "train")
+    ynat = api.fit("ynat", train, "trivial")
+    cases = [("str", "hello", "ynat", "trivial", "holds a str, not the MostFrequentTopic that a ynat trivial model"),
+             ("other-task", ynat, "nli", "trivial",
+              "holds a MostFrequentTopic, not the MostFrequentInference that a nli trivial model"),
+             ("unknown-name", ynat, "ynat", "bert", "names model 'bert', which ynat does not have (tfidf-lr, trivial)"),
+             ("unfitted", get_task("ynat").models["trivial"](), "ynat", "trivial", "never fitted")]
+    for name, model, task, model_name, expected in cases:
+        path = tmp_path / f"{name}.model"
+        persistence.save_model(path, model, task, model_name, [train], driver.versions())
+        error = refused("predict", task, "--model", path, "--input", sample_file(task))
+        assert expected in error, (name, error)
 
 
 def test_a_skops_file_with_a_foreign_type_is_refused(tmp_path):

@@ -53,17 +53,17 @@ def load(path: Path) -> list[NerSentence]:
 
 
 def from_hf(rows: list[dict], path: Path) -> list[NerSentence]:
-    """Rows of the Hugging Face klue 'ner' schema: 'char' (one character each, spaces included, as the
-    official rows) and 'ne_tag' (ClassLabel indices); guids by position (see baselines.hf)."""
+    """Rows of the Hugging Face klue 'ner' schema: 'tokens' (one character each, spaces included, as the
+    official rows) and 'ner_tags' (ClassLabel names or indices); guids by position (see baselines.hf)."""
     schema = hf.SCHEMAS["ner"]
     records = []
     for number, (row, guid) in enumerate(zip(rows, hf.positional_guids(schema, len(rows))), start=1):
         where = f"row {number}"
-        chars, tags = require(row, "char", list, path, where), require(row, "ne_tag", list, path, where)
+        chars, tags = require(row, "tokens", list, path, where), require(row, "ner_tags", list, path, where)
         if len(chars) != len(tags) or not all(isinstance(c, str) and len(c) == 1 for c in chars):
-            raise DataError(path, where, f"expected one tag per character: {len(chars)} 'char' of one character "
-                                         f"each and {len(tags)} 'ne_tag'")
-        names = [hf.label_name(schema, "ne_tag", tag, path, where) for tag in tags]
+            raise DataError(path, where, f"expected one tag per character: {len(chars)} 'tokens' of one character "
+                                         f"each and {len(tags)} 'ner_tags'")
+        names = [hf.label_name(schema, "ner_tags", tag, path, where) for tag in tags]
         records.append(NerSentence(guid, "".join(chars), None if None in names else names))
     return records
 
