@@ -24,7 +24,7 @@ from baselines import determinism as determinism_bench
 from baselines import scale as scale_bench
 from baselines import report as teaching
 from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
-                              read_text, write_json_atomic, write_jsonl_atomic)
+                              read_text, write_jsonl_atomic)
 from baselines.parallel import Workers
 from baselines.persistence import save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task
@@ -147,8 +147,9 @@ def fit(task: str, train: PathLike | Sequence, model: str | None = None, *, seed
         X, where = list(train), ""
         driver.check_labelled(spec, X, Path("<records>"))
         y = spec.targets(X)
-    _name, estimator = driver.build_model(spec, model, seed, resources(
-        task, data_dir, train if _is_path(train) else None), params)
+    needed = resources(task, data_dir, train if _is_path(train) else None)
+    spec.check_resource_labels(X, needed, Path(train) if _is_path(train) else Path("<records>"))
+    _name, estimator = driver.build_model(spec, model, seed, needed, params)
     log(f"{task}: fitting {model or spec.default_model} on {len(X)} records{where}")
     return estimator.fit(X, y)
 
@@ -343,8 +344,6 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
         if folder is not None:
             log(f"{code}: recorded in {results.record_run(folder, record)}")
     folder = results.destination(results_dir, any(data.is_sample for data in task_data.values()))
-    if folder is not None:
-        results.regenerate_readme(folder)
     if plots_dir is not None and results.chart_rows(_runs_by_task(folder or records)):
         log(f"results chart written to {results_figure(folder or records, plots_dir)}")
     return records
@@ -378,8 +377,8 @@ def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1),
             + ", ".join(f"{k} {results.format_score(record['metrics'][k])}" for k in record["headline"]))
     report = results.learning_curve_report(record, points, command)
     if folder is not None:
-        path = folder / "learning-curve" / f"{results.run_file_stem(record)}.json"
-        write_json_atomic(path, report)
+        path = results.write_result(folder, folder / "learning-curve" / f"{results.run_file_stem(record)}.json",
+                                    report)
         log(f"{task}: written to {path}")
     if plots_dir is not None:
         log(f"{task}: figure written to {learning_curve_figure(report, plots_dir)}")
@@ -401,6 +400,7 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     check_output_folder(folder)
     records, _targets = load_xy(task, path)
     task_resources = resources(task, data_dir, path)
+    spec.check_resource_labels(records, task_resources, Path(path))
     name, estimator = driver.build_model(spec, model, seed, task_resources)
     grid = {key: list(values) for key, values in grid.items()}
     driver.check_params(name, estimator, grid)
@@ -416,8 +416,7 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
         report["command"] = command
     report["versions"] = driver.versions()
     report["machine"] = driver.machine()
-    path = folder / f"{task}-{name}.json"
-    write_json_atomic(path, report)
+    path = results.write_result(Path(results_dir), folder / f"{task}-{name}.json", report)
     return report, path
 
 
@@ -612,9 +611,7 @@ def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | No
     plots_dir = _figures_folder(plots_dir)
     report = scale_bench.bench_scale(task, sizes, model, seed, data_dir, train, dev, command, log)
     stem = task if report["model"] == get_task(task).default_model else f"{task}-{report['model']}"
-    path = folder / f"{stem}.json"
-    write_json_atomic(path, report)
-    results.regenerate_readme(Path(results_dir))
+    path = results.write_result(Path(results_dir), folder / f"{stem}.json", report)
     if plots_dir is not None:
         figure = plots.scale_chart(results.scale_reports(Path(results_dir)), plots_dir / "scale.png")
         log(f"{task}: figure written to {figure}")
@@ -653,5 +650,5 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
     path = None
     if folder is not None:
         path = folder / "determinism.json"
-        write_json_atomic(path, determinism_bench.merged_file(path, report))
+        results.write_result(folder, path, determinism_bench.merged_file(path, report))
     return report, path

@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from baselines import datafiles, driver, memory
-from baselines.dataio import check_output_folder, write_json_atomic
+from baselines import datafiles, driver, memory, results
+from baselines.dataio import check_output_folder
 from baselines.taskspec import TaskSpec
 from features import analysis
 from features.analysis import MorphemeAnalyzer
@@ -102,6 +102,5 @@ def analysis_report(tasks: list[TaskSpec], data_dir: Path | None, limit: int | N
     if command is not None:
         report["command"] = command
     report["files"] = files
-    path = results_dir / "analysis.json"
-    write_json_atomic(path, report)
+    path = results.write_result(results_dir, results_dir / "analysis.json", report)
     return report, path

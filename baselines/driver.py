@@ -307,8 +307,10 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     dev_records = watch.measure("load", lambda: task.load(data.dev))
     train_records = watch.measure("load", lambda: task.load(data.train)) if data.train else []
     check_gold(task, dev_records, data.dev)
+    task.check_resource_labels(dev_records, resources, data.dev)
     if data.train:
         check_labelled(task, train_records, data.train)
+        task.check_resource_labels(train_records, resources, data.train)
     name, model = fitted if fitted is not None else build_model(task, model_name, seed, resources, params)
 
     trained_on: list[int] = []

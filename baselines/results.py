@@ -91,8 +91,15 @@ def record_run(results_dir: Path, record: dict) -> Path:
         check_sample_can_be_recorded(results_dir, record["task"])
     data = load_task_results(results_dir, record["task"])
     data["runs"][run_name(record)] = record
-    path = task_file(results_dir, record["task"])
+    return write_result(results_dir, task_file(results_dir, record["task"]), data)
+
+
+def write_result(results_dir: Path, path: Path, data: dict) -> Path:
+    """Write one JSON file under results_dir, whole or not at all, then README.md and the figure anew from all
+    of them. Every command that writes results/ goes through here, so a command killed between its JSON file
+    and the README leaves the README stale only until the next one."""
     write_json_atomic(path, data)
+    regenerate_readme(results_dir)
     return path
 
 

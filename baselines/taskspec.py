@@ -57,6 +57,10 @@ class TaskSpec:
     extra_files: tuple[str, ...] = ()
     optional_extras: tuple[str, ...] = ()  # extra files with a default, when neither beside the data nor found
     load_resources: Callable[[dict[str, Path]], dict] = field(default=lambda files: {})
+    # Gold labels against the resources' label sets (RE's relation list, WoS's ontology slots): a DataError
+    # naming the file and the first record outside them.
+    check_resource_labels: Callable[[Sequence, dict, Path], None] = field(
+        default=lambda records, resources, path: None)
     group: Callable[[Any], str] | None = None
     predictions_from_json: Callable[[Any], list[dict] | None] = field(default=lambda data: None)
     predictions_from_path: Callable[[Path], list[dict]] | None = None  # a task's own prediction file format

@@ -7,11 +7,14 @@ import json
 import os
 import pickle
 import re
+import shutil
+import signal
 import sqlite3
 import stat
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -181,6 +184,49 @@ def test_ner_drops_only_u0020_spaces():
     with pytest.raises(Exception, match="has 3 tags"):
         ner._scored_tags(record, ["B-PS", "O", "B-LC"])
     assert ner._scored_tags(record, record.tags) == ["B-PS", "O", "I-PS", "B-LC"]
+
+
+def test_an_re_training_label_outside_the_relation_list_is_an_error(tmp_path):
+    rows = json_records("re", "train")
+    rows[3]["label"] = "per:favourite_food"
+    train = tmp_path / "re-train.json"
+    write_json_atomic(train, rows)
+    for command in (["train", "re", "--train", train, "--out", tmp_path / "re.model"],
+                    ["run", "re", "--train", train, "--dev", sample_file("re"), "--results-dir", tmp_path]):
+        error = refused(*command)
+        assert f"{train}: guid {rows[3]['guid']}: label 'per:favourite_food' is not in relation_list.json" in error
+    assert not (tmp_path / "re.model").exists()
+
+
+def test_a_wos_gold_slot_outside_the_ontology_is_an_error_but_a_new_value_is_not(tmp_path):
+    shutil.copy(sample_file("wos").parent / "ontology.json", tmp_path / "ontology.json")
+    dialogues = json_records("wos")
+    user_turns = [turn for turn in dialogues[1]["dialogue"] if turn["role"] == "user"]
+    user_turns[1]["state"] = user_turns[1]["state"] + ["관광-경치 좋은-우리 동네 뒷산"]  # a value of no ontology
+    dev = tmp_path / "wos-dev.json"
+    write_json_atomic(dev, dialogues)
+    code, output = cli("run", "wos", "--model", "trivial", "--train", sample_file("wos", "train"), "--dev", dev,
+                       "--results-dir", tmp_path)
+    assert code == 0, output
+    user_turns[1]["state"].append("관광-최애 음식-김치")
+    write_json_atomic(dev, dialogues)
+    error = refused("run", "wos", "--model", "trivial", "--train", sample_file("wos", "train"), "--dev", dev,
+                    "--results-dir", tmp_path)
+    assert f"{dev}: guid {dialogues[1]['guid']}: user turn 2 has slot '관광-최애 음식', which is not in ontology.json" in (
+        error)
+
+
+def test_dp_heads_that_are_not_integers_are_an_error(tmp_path):
+    records = api.load("dp", sample_file("dp"))
+    gold_rows = [{"guid": r.guid, "heads": [w.head for w in r.words], "deprels": [w.deprel for w in r.words]}
+                 for r in records]
+    predictions = tmp_path / "dp.jsonl"
+    for broken in ({"heads": [str(head) for head in gold_rows[2]["heads"]]}, {"heads": [True] * len(records[2].words)},
+                   {"heads": [len(records[2].words) + 1] * len(records[2].words)},
+                   {"deprels": [["NP"]] * len(records[2].words)}):
+        write_lines(predictions, gold_rows[:2] + [{**gold_rows[2], **broken}] + gold_rows[3:])
+        error = refused("score", "dp", "--gold", sample_file("dp"), "--predictions", predictions)
+        assert records[2].guid in error and ("eojeol numbers" in error or "outside the KLUE-DP set" in error), error
 
 
 # 2. Model files are refused before anything in them is unpickled.
@@ -389,6 +435,34 @@ def test_a_param_value_never_steers_a_file_out_of_its_folder(tmp_path):
     stem = results.run_file_stem(record)
     assert "/" not in stem and ".." not in stem
     assert (tmp_path / f"{stem}.jsonl").resolve().parent == tmp_path.resolve()
+
+
+def test_a_run_killed_after_a_results_file_leaves_no_stale_readme_after_the_next_command(tmp_path):
+    results_dir = tmp_path / "results"
+    code, output = cli("run", "ynat", "nli", "--model", "trivial", "--results-dir", results_dir)
+    assert code == 0, output
+    ynat_file, readme = results_dir / "ynat.json", results_dir / "README.md"
+
+    def ynat_seeds() -> list:
+        return sorted(run["seed"] for run in json.loads(ynat_file.read_text(encoding="utf-8"))["runs"].values())
+
+    # README.md is written with ynat.json, not at the end of the run: it shows the new YNAT run while NLI's
+    # model is still being fitted, and a SIGKILL then leaves it current.
+    process = subprocess.Popen([sys.executable, "-m", "baselines.cli", "-q", "run", "ynat", "nli", "--seed", "7",
+                                "--results-dir", str(results_dir)], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    while "run ynat nli --seed 7" not in readme.read_text(encoding="utf-8") and process.poll() is None:
+        time.sleep(0.002)
+    process.kill()
+    assert process.wait() == -signal.SIGKILL and ynat_seeds() == [0, 7]
+    # The window between ynat.json and README.md, whether or not the kill fell into it: README.md as a killed
+    # run of the old code left it.
+    stale = readme.read_text(encoding="utf-8").replace("run ynat nli --seed 7", "")
+    readme.write_text(stale, encoding="utf-8")
+    code, output = cli("run", "sts", "--model", "trivial", "--results-dir", results_dir)
+    assert code == 0, output
+    healed = readme.read_text(encoding="utf-8")
+    assert "run ynat nli --seed 7" in healed and "| sts | trivial |" in healed
 
 
 # 4. CLI values.

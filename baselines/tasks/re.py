@@ -130,6 +130,16 @@ def targets(records: Sequence[ReExample]) -> list[str]:
     return [record.label for record in records]
 
 
+def check_resource_labels(records: Sequence[ReExample], resources: dict, path: Path) -> None:
+    """Every gold label is a relation of the relation list: a model cannot learn, nor the scorer score, one
+    outside it."""
+    relations = set(resources["relations"])
+    for record in records:
+        if record.label is not None and record.label not in relations:
+            raise DataError(path, f"guid {record.guid}", f"label {record.label!r} is not in {RELATION_LIST} "
+                                                         f"({len(relations)} relations)")
+
+
 def score(records: Sequence[ReExample], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
     relations = resources["relations"]
     aligned = align_predictions(records, predictions, lambda r: r.guid)
@@ -384,7 +394,7 @@ TASK = TaskSpec(
     train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,),
     optional_extras=(RELATION_LIST,),
     texts=lambda records: [r.sentence for r in records],
-    load=load, from_hf=from_hf,
+    load=load, from_hf=from_hf, check_resource_labels=check_resource_labels,
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs,
     load_resources=load_resources, targets=targets,

@@ -121,6 +121,25 @@ def predict(model, records: Sequence[WosDialogue]) -> list[dict]:
             for record, states in zip(records, model.predict(records))]
 
 
+def slot_of(item: str) -> str:
+    """The 'domain-slot' of a 'domain-slot-value' state item."""
+    return "-".join(item.split("-", 2)[:2])
+
+
+def check_resource_labels(records: Sequence[WosDialogue], resources: dict, path: Path) -> None:
+    """Every slot of the gold states is one of the ontology's. Values outside it are real data (the dialogues
+    name places the ontology lacks); slot names outside it are not."""
+    slots = set(resources.get("ontology") or {})
+    if not slots:
+        return
+    for record, states in zip(records, targets(records)):
+        for turn, state in enumerate(states, start=1):
+            unknown = sorted({slot_of(item) for item in state} - slots)
+            if unknown:
+                raise DataError(path, f"guid {record.guid}", f"user turn {turn} has slot {unknown[0]!r}, which "
+                                                             f"is not in {ONTOLOGY} ({len(slots)} slots)")
+
+
 def score(records: Sequence[WosDialogue], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
     aligned = align_predictions(records, predictions, lambda r: r.guid)
     slots = set(resources["ontology"])
@@ -131,8 +150,7 @@ def score(records: Sequence[WosDialogue], predictions: Sequence[dict], resources
             raise PredictionError(f"prediction {record.guid} needs 'states' with one list per user turn "
                                   f"({len(gold_states)})")
         for state in states:
-            unknown = [item for item in state if not isinstance(item, str)
-                       or "-".join(item.split("-", 2)[:2]) not in slots]
+            unknown = [item for item in state if not isinstance(item, str) or slot_of(item) not in slots]
             if unknown:
                 raise PredictionError(f"prediction {record.guid} has slots outside the ontology: {unknown[:3]}")
         gold.extend(gold_states)
@@ -614,7 +632,7 @@ TASK = TaskSpec(
     code="wos", title="WoS dialogue state tracking", folder="wos-v1.1",
     train_file="wos-v1.1_train.json", dev_file="wos-v1.1_dev.json", extra_files=(ONTOLOGY,),
     texts=lambda records: [turn.text for r in records for turn in r.turns],
-    load=load, from_hf=records_from_rows, as_records=as_records,
+    load=load, from_hf=records_from_rows, as_records=as_records, check_resource_labels=check_resource_labels,
     plain_inputs=plain_inputs,
     load_resources=load_resources, targets=targets,
     models={"rules-lr": state_tracker, "trivial": empty_state}, default_model="rules-lr",

@@ -146,7 +146,14 @@ def score(records: Sequence[DpSentence], predictions: Sequence[dict], resources:
                 or len(heads) != len(record.words) or len(deprels) != len(record.words):
             raise PredictionError(f"prediction {record.guid} needs 'heads' and 'deprels' with "
                                   f"{len(record.words)} items each")
-    bad = [p["guid"] for p in aligned if not set(p["deprels"]) <= set(LABELS)]
+    not_heads = [record.guid for record, p in zip(records, aligned)
+                 if not all(isinstance(head, (int, np.integer)) and not isinstance(head, bool)
+                            and 0 <= head <= len(record.words) for head in p["heads"])]
+    if not_heads:
+        raise PredictionError(f"{len(not_heads)} predictions have 'heads' that are not eojeol numbers (integers "
+                              f"from 0, the root, to the sentence's length) (first: {', '.join(not_heads[:3])})")
+    bad = [p["guid"] for p in aligned if not all(isinstance(deprel, str) and deprel in LABELS
+                                                 for deprel in p["deprels"])]
     if bad:
         raise PredictionError(f"{len(bad)} predictions use relations outside the KLUE-DP set "
                               f"(first: {', '.join(bad[:3])})")
