@@ -1,22 +1,36 @@
 """Rerunning the commands recorded in results/ and comparing their headline scores with the committed ones."""
 from __future__ import annotations
 
+import json
+import math
+import os
 import shlex
 import subprocess
 import sys
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from baselines.results import describe_machine, load_task_results
+import click
+
+from baselines.dataio import DataError
+from baselines.results import describe_machine, load_task_results, task_file
 
 PROGRAM = "klue-baselines"
-# Options that say where a run keeps its cache and its outputs: a rerun sets its own, so that it starts from
-# an empty analysis cache, as a fresh clone does, and never writes over the committed results.
-_GLOBAL_OPTIONS_WITH_VALUE = ("--cache-dir",)
-_GLOBAL_FLAGS = ("--no-cache",)
-_OUTPUT_OPTIONS = ("--results-dir", "--predictions-dir")
+# The global options a recorded command may carry before `run`; a rerun sets its own cache folder (empty, as a
+# fresh clone's) and drops --no-cache and -q.
+_GLOBAL_FLAGS = ("-q", "--quiet", "--no-cache")
+_GLOBAL_OPTIONS_WITH_VALUE = ("--cache-dir", "--workers")
+# The installed package, started so that no folder on the way (the working folder, PYTHONPATH) can stand in for
+# it: `python -m` and `-c` put the working folder first on sys.path, where a planted baselines/ would be found.
+_SAFE_ENTRY = ("import sys; sys.path = [p for p in sys.path if p not in ('', '.')]; "
+               "from baselines.cli import main; main(prog_name='klue-baselines')")
+
+
+class RefusedCommandWarning(UserWarning):
+    """A recorded command that `reproduce` does not rerun (not a `run`, or options `run` does not take)."""
 
 
 @dataclass
@@ -43,41 +57,89 @@ class Comparison:
 
 
 def recorded_commands(results_dir: Path, task_codes: Sequence[str]) -> dict[str, list[RecordedRow]]:
-    """Each recorded command, with the committed rows it produced (one command may have run several tasks)."""
+    """Each recorded command, with the committed rows it produced (one command may have run several tasks).
+    A command that is not a string, or a headline that is not an object of numbers, is a DataError naming
+    the file and the run."""
     commands: dict[str, list[RecordedRow]] = {}
     for code in task_codes:
         for run, record in sorted(load_task_results(results_dir, code)["runs"].items()):
-            commands.setdefault(record.get("command", ""), []).append(
-                RecordedRow(code, run, dict(record.get("headline", {})), record.get("machine")))
+            where = (task_file(results_dir, code), f"run {run}")
+            if not isinstance(record, dict):
+                raise DataError(*where, "expected a run record (a JSON object)")
+            command, headline = record.get("command"), record.get("headline")
+            if not isinstance(command, str):
+                raise DataError(*where, f"'command' should be the recorded command line, not "
+                                        f"{type(command).__name__}")
+            if not isinstance(headline, dict) or not all(
+                    isinstance(name, str) and (value is None or (isinstance(value, (int, float))
+                                                                 and not isinstance(value, bool)
+                                                                 and math.isfinite(value)))
+                    for name, value in headline.items()):
+                raise DataError(*where, "'headline' should be an object of metric names and scores (numbers, "
+                                        "or null for an undefined one)")
+            machine = record.get("machine")
+            commands.setdefault(command, []).append(
+                RecordedRow(code, run, dict(headline), machine if isinstance(machine, dict) else None))
     return commands
 
 
-def rerun_arguments(command: str, results_dir: Path, cache_dir: Path) -> list[str]:
-    """The recorded command's arguments with a fresh cache and a scratch results folder; ValueError for a
-    command that is not a `klue-baselines ... run ...`."""
-    words = shlex.split(command)
-    if not words or words[0] != PROGRAM or "run" not in words:
+def rerun_arguments(command: str, project: Path, results_dir: Path, cache_dir: Path) -> list[str]:
+    """The arguments that rerun a recorded `klue-baselines run` command: parsed by `run`'s own parser, its
+    input paths made absolute from the project folder, written only to results_dir and an empty cache_dir
+    (no predictions, no figures). ValueError for anything else: another command, unknown options, a value
+    that `run` would refuse."""
+    from baselines.cli import run as run_command  # the CLI imports this module
+    try:
+        words = shlex.split(command)
+    except ValueError as error:
+        raise ValueError(f"cannot split the recorded command {command!r}: {error}") from None
+    if not words or words[0] != PROGRAM:
         raise ValueError(f"not a recorded `{PROGRAM} run` command: {command!r}")
-    kept, skip = [], False
-    for word in words[1:]:
-        if skip:
-            skip = False
-            continue
-        name = word.split("=", 1)[0]
-        if name in _GLOBAL_OPTIONS_WITH_VALUE + _OUTPUT_OPTIONS:
-            skip = "=" not in word
-            continue
-        if word in _GLOBAL_FLAGS:
-            continue
-        kept.append(word)
-    return ["--cache-dir", str(cache_dir)] + kept + ["--results-dir", str(results_dir)]
+    kept_global, position = [], 1
+    while position < len(words) and words[position].startswith("-"):
+        name, has_value = words[position].split("=", 1)[0], "=" in words[position]
+        if name in _GLOBAL_OPTIONS_WITH_VALUE:
+            value = words[position].split("=", 1)[1] if has_value else (words[position + 1]
+                                                                        if position + 1 < len(words) else "")
+            if name == "--workers":
+                kept_global += ["--workers", value]
+            position += 1 if has_value else 2
+        elif name in _GLOBAL_FLAGS and not has_value:
+            position += 1
+        else:
+            raise ValueError(f"the recorded command has an option this rerun does not take: {words[position]!r}")
+    if position >= len(words) or words[position] != "run":
+        raise ValueError(f"only `{PROGRAM} run` commands are rerun, not {command!r}")
+    previous = Path.cwd()
+    try:
+        os.chdir(project)  # the recorded paths are relative to the project folder, where `run` checks them
+        with run_command.make_context("run", words[position + 1:]) as context:
+            options = dict(context.params)
+    except click.ClickException as error:
+        raise ValueError(f"the recorded command is not one `run` takes ({error.format_message()}): "
+                         f"{command!r}") from None
+    finally:
+        os.chdir(previous)
+    arguments = [*kept_global, "--cache-dir", str(cache_dir), "run", *options["task_codes"]]
+    for option, key in (("--model", "model_name"), ("--pos", "pos")):
+        if options[key] is not None:
+            arguments += [option, options[key]]
+    for option, key in (("--data-dir", "data_dir"), ("--train", "train_file"), ("--dev", "dev_file")):
+        if options[key] is not None:
+            arguments += [option, str((project / options[key]).resolve())]
+    for option, key in (("--cv", "cv"), ("--seed", "seed"), ("--jobs", "jobs"), ("--backend", "backend")):
+        arguments += [option, str(options[key])]
+    for name, value in options["params"].items():
+        arguments += ["--param", f"{name}={json.dumps(value)}"]
+    return arguments + ["--results-dir", str(results_dir)]
 
 
 def reproduce(results_dir: Path, task_codes: Sequence[str], log: Callable[[str], None] = print,
               ) -> list[Comparison]:
-    """Rerun every recorded command of `task_codes` from the project folder that holds `results_dir`, each
-    with an empty cache and its results in a temporary folder, and compare the headline scores row by row.
-    A command that fails is reported through its rows, with no rerun value."""
+    """Rerun every recorded `run` command of `task_codes` (see rerun_arguments) with the installed package,
+    from the project folder that holds `results_dir`, each with an empty cache and its results in a
+    temporary folder, and compare the headline scores row by row. A command that is refused or fails is
+    reported through its rows, with no rerun value."""
     results_dir = Path(results_dir).resolve()
     comparisons = []
     for command, rows in recorded_commands(results_dir, task_codes).items():
@@ -85,13 +147,14 @@ def reproduce(results_dir: Path, task_codes: Sequence[str], log: Callable[[str],
             scratch_path = Path(scratch)
             rerun_runs: dict[str, dict] = {}
             try:
-                arguments = rerun_arguments(command, scratch_path / "results", scratch_path / "cache")
-            except ValueError as error:
-                log(str(error))
+                arguments = rerun_arguments(command, results_dir.parent, scratch_path / "results",
+                                            scratch_path / "cache")
+            except ValueError as error:  # a warning, not a log line: --quiet must not hide it
+                warnings.warn(f"not rerun: {error}", RefusedCommandWarning, stacklevel=1)
             else:
                 log(f"rerunning: {command}")
-                finished = subprocess.run([sys.executable, "-m", "baselines.cli", *arguments],
-                                          cwd=results_dir.parent, stdout=subprocess.DEVNULL)
+                finished = subprocess.run([sys.executable, "-c", _SAFE_ENTRY, *arguments], cwd=results_dir.parent,
+                                          stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
                 if finished.returncode != 0:
                     log(f"  exited with {finished.returncode}")
                 for task in {row.task for row in rows}:

@@ -691,6 +691,44 @@ def test_reproduce_reruns_recorded_commands_and_fails_on_a_difference(tmp_path):
     assert "this machine: " in elsewhere.stdout
 
 
+def test_reproduce_runs_only_the_installed_toolkits_run_and_writes_only_to_its_scratch_folder(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "run", "ynat", "--model", "trivial",
+                          "--results-dir", "results"], cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    # A baselines/ folder beside results/ must not be what runs.
+    planted = tmp_path / "baselines"
+    planted.mkdir()
+    marker = tmp_path / "planted-code-ran"
+    for name in ("__init__.py", "cli.py"):
+        (planted / name).write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
+    results_file = tmp_path / "results" / "ynat.json"
+    data = json.loads(results_file.read_text(encoding="utf-8"))
+    recorded = data["runs"]["trivial"]["command"]
+    data["runs"]["trivial"]["command"] = recorded + " --plots figures --predictions-dir predictions"
+    write_json_atomic(results_file, data)
+    code, output = cli("reproduce", "ynat", "--results-dir", tmp_path / "results")
+    assert code == 0 and "1 of 1 recorded scores reproduced" in output, output
+    assert not marker.exists() and not (tmp_path / "figures").exists() and not (tmp_path / "predictions").exists()
+    # Only `run` is rerun: a recorded bench command with the word run in it is not.
+    data["runs"]["trivial"]["command"] = "klue-baselines bench learning-curve ynat --data-dir run --plots figures"
+    write_json_atomic(results_file, data)
+    code, output = cli("reproduce", "ynat", "--results-dir", tmp_path / "results")
+    assert code == 1 and "not rerun: only `klue-baselines run` commands are rerun" in output, output
+    assert not (tmp_path / "figures").exists()
+    data["runs"]["trivial"]["command"] = recorded + " --no-such-option 3"
+    write_json_atomic(results_file, data)
+    code, output = cli("reproduce", "ynat", "--results-dir", tmp_path / "results")
+    assert code == 1 and "is not one `run` takes (No such option" in output and "--no-such-option" in output, output
+    # Malformed fields: one line each, no traceback, and nothing read from stdin.
+    for field, value, expected in (("command", 42, "'command' should be the recorded command line, not int"),
+                                   ("command", None, "'command' should be the recorded command line, not NoneType"),
+                                   ("headline", [1, 2], "'headline' should be an object of metric names")):
+        data["runs"]["trivial"] = {**data["runs"]["trivial"], "command": recorded, field: value}
+        write_json_atomic(results_file, data)
+        error = refused("reproduce", "ynat", "--results-dir", tmp_path / "results")
+        assert f"{results_file}: run trivial: {expected}" in error, error
+
+
 def test_all_default_models_predict_alike_under_other_kernels_threads_and_hash_seeds(tmp_path):
     """`bench determinism` on the sample: every default model, rerun under other OpenBLAS kernels, 1 and 2 BLAS
     and OpenMP threads, numpy's loops without AVX2 and another PYTHONHASHSEED each, predicts every row alike."""
