@@ -25,7 +25,7 @@ from baselines import scale as scale_bench
 from baselines import report as teaching
 from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
                               read_text, write_jsonl_atomic)
-from baselines.parallel import Workers
+from baselines.parallel import Workers, local_jobs
 from baselines.persistence import save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
@@ -168,8 +168,8 @@ def train(task: str, out: PathLike, model: str | None = None, *, data_dir: PathL
     """Fit a model on the task's training file (`train`, else the data directory's) and save it to `out`:
     a metadata header, then the model (skops with the `secure` extra, else a joblib pickle). Returns `out`."""
     out = Path(out)
-    check_output_file(out)
     path = training_file(task, data_dir, train, log)
+    check_output_file(out, [path])
     estimator = fit(task, path, model, seed=seed, data_dir=data_dir, log=log, **params)
     save_model(out, estimator, task, model or get_task(task).default_model, [path], driver.versions())
     return out
@@ -228,7 +228,7 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
         raise driver.UsageError(f"--format {output_format}: every task writes jsonl and hf; {own} need --output FILE "
                                 "and exist for those tasks only")
     if output is not None:
-        check_output_file(Path(output))
+        check_output_file(Path(output), [Path(inputs), model_file, train])
     records = load(task, inputs)  # read before any training: a bad input fails at once
     estimator = saved_or_fitted(task, model_file, model, data_dir=data_dir, train=train, seed=seed, pos=pos,
                                 trust_pickle=trust_pickle, log=log, **params)
@@ -500,14 +500,15 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
     """Two systems' predictions on the same gold, compared by paired bootstrap (baselines.significance):
     each headline metric for A and B, the difference B - A, its 95 % interval and p-value. Both prediction
     sets are checked as `score` checks them first. `progress` is told how many resamples each step did."""
-    if resamples < 1:
-        raise driver.UsageError(f"resamples must be at least 1, not {resamples}")
+    if not 1 <= resamples <= significance.MAX_RESAMPLES:
+        raise driver.UsageError(f"resamples must be 1 to {significance.MAX_RESAMPLES:,}, not {resamples:,}")
     spec = get_task(task)
     records, resources = _gold(spec, gold, data_dir)
     rows_a, metrics_a = _checked(spec, records, resources, predictions_a)
     rows_b, metrics_b = _checked(spec, records, resources, predictions_b)
     compared = significance.paired_bootstrap(spec, records, rows_a, rows_b, resources, resamples=resamples, seed=seed,
-                                             n_jobs=jobs, progress=progress, observed=(metrics_a, metrics_b))
+                                             n_jobs=local_jobs(jobs), progress=progress,
+                                             observed=(metrics_a, metrics_b))
     return {"task": task, **{name: str(value) for name, value in (
         ("gold", gold), ("a", predictions_a), ("b", predictions_b)) if _is_path(value)}, **compared}
 

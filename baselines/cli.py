@@ -13,7 +13,7 @@ from typing import Callable
 import click
 
 from baselines import bench as bench_module
-from baselines import api, datafiles, driver, parallel, reproduce, results, tuning
+from baselines import api, datafiles, driver, parallel, reproduce, results, significance, tuning
 from baselines.dataio import DataError, check_output_file, check_output_folder, write_json_atomic
 from baselines.estimators import TrainingDataError
 from baselines.persistence import ModelFileError
@@ -565,7 +565,7 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
     predictions: what a class looks at after the score. With --plots: the confusion heat map and F1 per
     class beside chance."""
     if out_path is not None:
-        check_output_file(out_path)
+        check_output_file(out_path, [gold_path, predictions_path])
     report = api.report(task, gold_path, predictions_path, errors=error_count, data_dir=data_dir, plots_dir=plots_dir)
     if out_path is not None:
         write_json_atomic(out_path, report)
@@ -600,8 +600,9 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
 @click.option("--predictions", "predictions_paths", required=True, multiple=True,
               type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="Give it twice: system A, then system B (as `score` reads them).")
-@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=1000),
-              help="Bootstrap resamples (at least 1000).")
+@click.option("--resamples", default=1000, show_default=True,
+              type=click.IntRange(min=1000, max=significance.MAX_RESAMPLES),
+              help=f"Bootstrap resamples (1000 to {significance.MAX_RESAMPLES:,}).")
 @seed_option
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
               help="Processes that score resamples in parallel (the result does not depend on it).")

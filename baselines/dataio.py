@@ -12,7 +12,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from features.characters import LONE_SURROGATE, without_lone_surrogates
 
@@ -283,12 +283,17 @@ def check_output_folder(folder: Path) -> None:
         raise DataError(folder, None, f"cannot write there ({error.strerror})") from None
 
 
-def check_output_file(path: Path) -> None:
-    """Fail early when `path` cannot be written: a folder, or in a folder that check_output_folder refuses.
-    A FIFO or a device is written through, so it passes."""
+def check_output_file(path: Path, inputs: Sequence[Path | None] = ()) -> None:
+    """Fail early when `path` cannot be written: a folder, in a folder that check_output_folder refuses, or one
+    of the command's `inputs` (the same file, symlinks resolved), which writing would destroy. A FIFO or a
+    device is written through, so it passes."""
     path = Path(path)
     if path.is_dir():
         raise DataError(path, None, "is a folder, not a file to write")
+    for source in inputs:
+        if source is not None and os.path.realpath(source) == os.path.realpath(path):
+            raise DataError(path, None, f"is also an input of this command ({source}); writing it would destroy "
+                                        "that input: give another output file")
     if path.exists() and not path.is_file():
         return
     check_output_folder(Path(os.path.realpath(path)).parent)

@@ -108,8 +108,15 @@ def label_name(schema: HfSchema, column: str, value: Any, path: Path, where: str
 def rows_with_label_names(code: str, rows: list[dict], path: Path, official_field: str = "label") -> list[dict]:
     """Rows whose ClassLabel 'label' index is put, as its name, in the field the official file uses."""
     schema = SCHEMAS[code]
-    return [dict(row, **{official_field: label_name(schema, "label", row["label"], path, f"row {number}")})
-            for number, row in enumerate(rows, start=1)]
+    converted = []
+    for number, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise DataError(path, f"row {number}", f"expected an object with the HF klue {code} fields")
+        # A row without 'label' is unlabelled, as HF's -1 is: reading goes on, and training or scoring says
+        # which record lacks its label.
+        converted.append(dict(row, **{official_field: label_name(schema, "label", row.get("label"), path,
+                                                                 f"row {number}")}))
+    return converted
 
 
 def positional_guids(schema: HfSchema, count: int) -> list[str]:

@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from baselines.params import AT_LEAST_ONE, POSITIVE, StrOptions, check_hyper_parameters
+from baselines.params import ITERATIONS, POSITIVE, StrOptions, check_hyper_parameters
 
 # scikit-learn's lbfgs hands its vectors to SciPy's L-BFGS-B, whose dot products are BLAS calls: another
 # OpenBLAS kernel sums in another order, the path moves by the last bits at every step, and where the fit
@@ -58,7 +58,7 @@ class OrderedLogisticRegression(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints = {"C": [POSITIVE], "class_weight": [StrOptions({"balanced"}), dict, None], "tol": [POSITIVE],
-                              "max_iter": [AT_LEAST_ONE]}
+                              "max_iter": [ITERATIONS]}
 
     def __init__(self, C: float = 1.0, class_weight=None, tol: float = 1e-4, max_iter: int = 100):
         self.C = C

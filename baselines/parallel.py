@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
@@ -39,6 +40,18 @@ class Workers:
         package = CLUSTER_BACKENDS.get(self.backend)
         if package and importlib.util.find_spec(package) is None:  # said before any work, not after
             raise BackendError(f"the {self.backend} backend needs {package}: pip install 'klue-baselines[cluster]'")
+        if self.backend not in CLUSTER_BACKENDS:  # a cluster's cores are not this machine's
+            object.__setattr__(self, "jobs", local_jobs(self.jobs))
+
+
+def local_jobs(jobs: int) -> int:
+    """`jobs`, at most this machine's usable cores (joblib's count: CPU affinity and container limits), with
+    a warning when it is more: processes beyond the cores only share them, each with its own memory."""
+    cores = loky.cpu_count()
+    if jobs > cores:
+        warnings.warn(f"--jobs {jobs} is more than the {cores} cores this process may use: running {cores} at once")
+        return cores
+    return jobs
 
 
 @dataclass

@@ -13,8 +13,8 @@ from typing import Any
 from sklearn.utils._param_validation import HasMethods, Interval, InvalidParameterError, Options, StrOptions, \
     validate_parameter_constraints
 
-__all__ = ["AT_LEAST_ONE", "COUNT", "FOLDS_OR_OFF", "HasMethods", "Interval", "NGRAM_RANGE", "NON_NEGATIVE", "POSITIVE",
-           "SEED", "StrOptions", "check_hyper_parameters"]
+__all__ = ["AT_LEAST_ONE", "COUNT", "FOLDS_OR_OFF", "HasMethods", "ITERATIONS", "Interval", "NEIGHBOURS", "NGRAM_RANGE",
+           "NON_NEGATIVE", "POSITIVE", "SEED", "StrOptions", "check_hyper_parameters"]
 
 # Interval rejects NaN and, with an open bound, infinity.
 POSITIVE = Interval(Real, 0, None, closed="neither")
@@ -22,6 +22,12 @@ NON_NEGATIVE = Interval(Real, 0, None, closed="left")
 AT_LEAST_ONE = Interval(Integral, 1, None, closed="left")
 COUNT = Interval(Integral, 0, None, closed="left")
 SEED = Interval(Integral, 0, 2**32 - 1, closed="both")  # numpy's seed range
+# CoNg neighbours per morpheme: 5 to 10 times the defaults (10, 20). Each list is kept in memory and in the
+# analysis cache for every morpheme of the data, so a count without a bound grew to gigabytes.
+NEIGHBOURS = Interval(Integral, 0, 100, closed="both")
+# Optimiser iterations and passes: far above what any default needs to converge (80 to 500), below what
+# would run for days.
+ITERATIONS = Interval(Integral, 1, 100_000, closed="both")
 NGRAM_RANGE = tuple  # (low, high); checked for 1 <= low <= high by check_hyper_parameters
 # 0 (off) or a number of folds >= 2: one fold would leave nothing to train on.
 FOLDS_OR_OFF = (Options(Integral, {0}), Interval(Integral, 2, None, closed="left"))
@@ -42,6 +48,9 @@ def check_hyper_parameters(estimator: Any) -> None:
         raise ValueError(str(error)) from None
     for key, rule in declared.items():
         value = params[key]
+        # scikit-learn's Interval takes True for 1 (bool is an int): a JSON true is not a number.
+        if isinstance(value, bool) and "boolean" not in rule and bool not in rule:
+            raise ValueError(f"the '{key}' parameter of {name} must be a number, not {str(value).lower()}")
         if NGRAM_RANGE in rule and isinstance(value, tuple):
             if len(value) != 2 or not all(isinstance(v, Integral) and not isinstance(v, bool) for v in value) \
                     or not 1 <= value[0] <= value[1]:

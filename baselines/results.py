@@ -1,10 +1,18 @@
 """results/: one JSON per task with every model's last run, and the Markdown table generated from them."""
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
 from pathlib import Path
+from typing import Iterator
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 from baselines.dataio import DataError, atomic_output, read_json, write_json_atomic
 from baselines.registry import all_tasks
@@ -86,21 +94,51 @@ def learning_curve_report(record: dict, points: list[dict], command: str | None)
 
 def record_run(results_dir: Path, record: dict) -> Path:
     """Store `record` as the task's run for its model (and hyper-parameters given), replacing the previous one.
-    A sample run never joins runs on KLUE data: that raises SampleOverResults."""
-    if record.get("sample"):
-        check_sample_can_be_recorded(results_dir, record["task"])
-    data = load_task_results(results_dir, record["task"])
-    data["runs"][run_name(record)] = record
-    return write_result(results_dir, task_file(results_dir, record["task"]), data)
+    A sample run never joins runs on KLUE data: that raises SampleOverResults. The task file is read, changed
+    and written under the results folder's lock, so runs recorded by processes at the same time are all kept."""
+    with locked(results_dir):
+        if record.get("sample"):
+            check_sample_can_be_recorded(results_dir, record["task"])
+        data = load_task_results(results_dir, record["task"])
+        data["runs"][run_name(record)] = record
+        return write_result(results_dir, task_file(results_dir, record["task"]), data)
 
 
 def write_result(results_dir: Path, path: Path, data: dict) -> Path:
     """Write one JSON file under results_dir, whole or not at all, then README.md and the figure anew from all
     of them. Every command that writes results/ goes through here, so a command killed between its JSON file
     and the README leaves the README stale only until the next one."""
-    write_json_atomic(path, data)
-    regenerate_readme(results_dir)
+    with locked(results_dir):
+        write_json_atomic(path, data)
+        regenerate_readme(results_dir)
     return path
+
+
+LOCK_FILE = ".lock"
+_held: dict[str, int] = {}  # results folders this process has locked, and how deeply (the lock is re-entrant)
+
+
+@contextlib.contextmanager
+def locked(results_dir: Path) -> Iterator[None]:
+    """Hold results_dir's lock (an exclusive lock on its .lock file; re-entrant within the process) while
+    other processes that record results there wait. Without fcntl (Windows), results are written unlocked."""
+    key = os.path.realpath(results_dir)
+    if _held.get(key) or fcntl is None:
+        _held[key] = _held.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            _held[key] -= 1
+        return
+    Path(results_dir).mkdir(parents=True, exist_ok=True)
+    with open(Path(results_dir) / LOCK_FILE, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        _held[key] = 1
+        try:
+            yield
+        finally:
+            _held[key] = 0
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 UNDEFINED = "n/a"  # how a table prints an undefined score, such as Pearson r of a constant prediction

@@ -25,12 +25,19 @@ def parse_grid(assignments: Sequence[str]) -> dict[str, list[Any]]:
             raise ValueError(f"expected NAME=V1,V2,... not {assignment!r}")
         try:
             parsed = json.loads(f"[{values}]")
-        except json.JSONDecodeError:
-            parsed = values.split(",")
+        except json.JSONDecodeError:  # some values are not JSON: each one read alone, a string where it is not
+            parsed = [_json_or_string(value) for value in values.split(",")]
         if name.strip() in grid:
             raise ValueError(f"{name.strip()} is given more than once; give each hyper-parameter once")
         grid[name.strip()] = [tuple(v) if isinstance(v, list) else v for v in parsed]
     return grid
+
+
+def _json_or_string(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value
 
 
 def parse_assignments(assignments: Sequence[str]) -> dict[str, Any]:

@@ -6,10 +6,12 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from joblib.externals import loky
 
-from baselines import api
+from baselines import api, driver, significance
 from baselines.cli import main
 from baselines.registry import get_task
+from baselines.parallel import Workers
 from baselines.significance import interval, resampling_units
 
 
@@ -103,3 +105,37 @@ def test_the_command(tmp_path, ynat_gold):
                                    "--predictions", str(broken)])
     assert refused.exit_code != 0 and refused.output.startswith("Error:") and "broken.jsonl" in refused.output
     assert len(refused.output.strip().splitlines()) == 1
+
+
+def test_resamples_are_capped_and_drawn_batch_by_batch_with_the_same_draws(tmp_path):
+    rng = np.random.default_rng(5)
+    one_at_a_time = [rng.integers(0, 13, size=13) for _ in range(23)]
+    for batch in (1, 7, 50):
+        batches = list(significance.draw_batches(13, 23, batch, seed=5))
+        assert max(len(part) for part in batches) == min(batch, 23)
+        assert np.array_equal(np.concatenate(batches), np.array(one_at_a_time))
+    dev = api.data_file("ynat", "dev")
+    rows = [{"guid": r.guid, "label": r.label} for r in api.load("ynat", dev)]
+    with pytest.raises(driver.UsageError, match="resamples must be 1 to 100,000, not 1,000,000,000"):
+        api.compare("ynat", dev, rows, rows, resamples=10**9)
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    result = CliRunner().invoke(main, ["-q", "compare", "ynat", "--gold", str(dev), "--predictions", str(predictions),
+                                       "--predictions", str(predictions), "--resamples", "1000000000"])
+    assert result.exit_code == 2 and "1000<=x<=100000" in result.output.replace(" ", "")
+
+
+def test_jobs_above_the_cores_are_capped_with_a_warning(tmp_path):
+    dev = api.data_file("ynat", "dev")
+    rows = [{"guid": r.guid, "label": r.label} for r in api.load("ynat", dev)]
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    result = CliRunner().invoke(main, ["-q", "compare", "ynat", "--gold", str(dev), "--predictions", str(predictions),
+                                       "--predictions", str(predictions), "--jobs", "1000"])
+    assert result.exit_code == 0, result.output
+    cores = loky.cpu_count()
+    assert f"Warning: --jobs 1000 is more than the {cores} cores this process may use: running {cores}" in (
+        result.output)
+    with pytest.warns(UserWarning, match="--jobs 1000 is more than"):
+        assert Workers(1000, "loky").jobs == cores
+    assert Workers(cores, "threading").jobs == cores

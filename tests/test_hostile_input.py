@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from baselines import api, determinism, driver, persistence, results
 from baselines.cli import main
-from baselines.dataio import atomic_output, write_json_atomic, write_jsonl_atomic
+from baselines.dataio import DataError, atomic_output, write_json_atomic, write_jsonl_atomic
 from baselines.datafiles import official_manifest, sample_dir
 from baselines.persistence import ModelFileError, load_model, read_metadata
 from baselines.registry import TASK_CODES, get_task
@@ -227,6 +227,37 @@ def test_dp_heads_that_are_not_integers_are_an_error(tmp_path):
         write_lines(predictions, gold_rows[:2] + [{**gold_rows[2], **broken}] + gold_rows[3:])
         error = refused("score", "dp", "--gold", sample_file("dp"), "--predictions", predictions)
         assert records[2].guid in error and ("eojeol numbers" in error or "outside the KLUE-DP set" in error), error
+
+
+def test_an_output_that_is_one_of_the_inputs_is_refused_and_left_alone(tmp_path):
+    train = tmp_path / "train.json"
+    shutil.copy(sample_file("ynat", "train"), train)
+    link = tmp_path / "link.json"
+    link.symlink_to(train)
+    original = train.read_bytes()
+    predictions = write_lines(tmp_path / "p.jsonl", [{"guid": r["guid"], "label": r["label"]}
+                                                     for r in json_records("ynat")])
+    for command in (["train", "ynat", "--model", "trivial", "--train", train, "--out", link],
+                    ["predict", "ynat", "--train", train, "--input", train, "--output", train],
+                    ["report", "ynat", "--gold", sample_file("ynat"), "--predictions", predictions, "--out",
+                     predictions]):
+        error = refused(*command)
+        assert "is also an input of this command" in error, error
+    assert train.read_bytes() == original and predictions.read_text(encoding="utf-8").count("\n") == 100
+
+
+def test_an_mrc_boolean_written_as_a_string_is_an_error(tmp_path):
+    document = json.loads(sample_file("mrc").read_text(encoding="utf-8"))
+    question = document["data"][0]["paragraphs"][0]["qas"][0]
+    question["is_impossible"] = "false"
+    gold = tmp_path / "mrc.json"
+    write_json_atomic(gold, document)
+    error = refused("run", "mrc", "--model", "trivial", "--dev", gold, "--cv", "2")
+    assert f"guid {question['guid']}: 'is_impossible' should be true or false, not 'false'" in error
+    row = {"title": "", "context": "가나다", "news_category": "", "source": "s", "guid": "q1", "is_impossible": "false",
+           "question_type": 1, "question": "가?", "answers": {"answer_start": [0], "text": ["가"]}}
+    with pytest.raises(DataError, match="'is_impossible' should be true or false"):
+        api.records_from_hf("mrc", [row])
 
 
 # 2. Model files are refused before anything in them is unpickled.
@@ -791,3 +822,36 @@ def test_the_package_imports_and_runs_without_the_resource_module(tmp_path):
     finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout.split() == ["None", "True"]
+
+
+def test_numbers_are_not_booleans_counts_are_bounded_and_the_bad_value_is_named(tmp_path):
+    for assignment, expected in (("C=true", "'C' parameter of TopicClassifier must be a number, not true"),
+                                 ("neighbours=1000000000", "'neighbours' parameter of TopicClassifier must be an int "
+                                                           "in the range [0, 100]"),
+                                 ("max_iter=1000000000", "'max_iter' parameter")):
+        error = refused("run", "ynat", "--param", assignment, "--results-dir", tmp_path)
+        assert expected in error, error
+    error = refused("tune", "ynat", "--param", "C=1,abc", "--results-dir", tmp_path)
+    assert "'abc'" in error and "got 1 " not in error, error
+
+
+def test_runs_recorded_by_two_processes_at_once_are_all_kept(tmp_path):
+    base = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "run", "ynat", "--model", "trivial",
+                           "--results-dir", "results"], cwd=tmp_path, capture_output=True, text=True)
+    assert base.returncode == 0, base.stderr
+    script = ("import json, sys; from pathlib import Path; from baselines import results\n"
+              "record = json.loads(Path('results/ynat.json').read_text())['runs']['trivial']\n"
+              "for number in range(60):\n"
+              "    results.record_run(Path('results'), dict(record, params={'writer': sys.argv[1], 'n': number}))\n")
+    writers = [subprocess.Popen([sys.executable, "-c", script, name], cwd=tmp_path) for name in ("a", "b")]
+    assert [writer.wait() for writer in writers] == [0, 0]
+    runs = json.loads((tmp_path / "results" / "ynat.json").read_text(encoding="utf-8"))["runs"]
+    assert len(runs) == 1 + 2 * 60
+    assert (tmp_path / "results" / "README.md").read_text(encoding="utf-8").count("| ynat | trivial") == 1 + 2 * 60
+
+
+def test_an_hf_row_without_its_label_is_unlabelled_not_a_crash():
+    records = api.records_from_hf("ynat", [{"guid": "a", "title": "제목", "url": "", "date": ""}])
+    assert records[0].label is None
+    with pytest.raises(DataError, match="guid a: has no gold label"):
+        api.fit("ynat", records, "trivial")

@@ -14,7 +14,7 @@ from baselines import hf, scoring
 from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, require
 from baselines.estimators import NothingLearnt, TaskModel, plain_text, records_from
 from baselines.explain import strongest
-from baselines.params import AT_LEAST_ONE, COUNT, FOLDS_OR_OFF, NON_NEGATIVE, SEED, StrOptions
+from baselines.params import FOLDS_OR_OFF, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, SEED, StrOptions
 from baselines.report import Comparison
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.align import char_to_eojeol, char_to_morpheme
@@ -351,7 +351,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
     _headline = staticmethod(headline)
 
     _parameter_constraints = {
-        "c1": [NON_NEGATIVE], "c2": [NON_NEGATIVE], "max_iterations": [AT_LEAST_ONE], "neighbours": [COUNT],
+        "c1": [NON_NEGATIVE], "c2": [NON_NEGATIVE], "max_iterations": [ITERATIONS], "neighbours": [NEIGHBOURS],
         "type_folds": [*FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})], "random_state": [SEED],
     }
 

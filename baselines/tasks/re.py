@@ -15,7 +15,7 @@ from baselines import hf, scoring
 from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
 from baselines.explain import LinearExplanation
-from baselines.params import AT_LEAST_ONE, COUNT, POSITIVE, SEED
+from baselines.params import AT_LEAST_ONE, COUNT, ITERATIONS, NEIGHBOURS, POSITIVE, SEED
 from baselines.priors import adapt_to_priors
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_labels, compare_labels, \
     is_finite_number, jsonl_records, label_predictions
@@ -321,7 +321,7 @@ class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEsti
     _parameter_constraints = {
         "C": [POSITIVE], "window": [COUNT], "min_count": [AT_LEAST_ONE], "adapt_priors": ["boolean"],
         "between_characters": ["boolean"], "entity_surface": ["boolean"], "typed_words": ["boolean"],
-        "entity_neighbours": [COUNT], "max_iter": [AT_LEAST_ONE], "random_state": [SEED],
+        "entity_neighbours": [NEIGHBOURS], "max_iter": [ITERATIONS], "random_state": [SEED],
     }
 
     def __init__(self, C: float = 1.0, window: int = 3, min_count: int = 2, adapt_priors: bool = False,

@@ -20,7 +20,7 @@ from sklearn.preprocessing import normalize
 from baselines import scoring
 from baselines.dataio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_pair, records_from
-from baselines.params import AT_LEAST_ONE, COUNT, POSITIVE, SEED, Interval
+from baselines.params import AT_LEAST_ONE, COUNT, ITERATIONS, POSITIVE, SEED, Interval
 from baselines.report import Comparison
 from baselines.taskspec import TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze
@@ -188,7 +188,7 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
     _headline = staticmethod(headline)
 
     _parameter_constraints = {
-        "svd_components": [AT_LEAST_ONE], "learning_rate": [POSITIVE], "max_iter": [AT_LEAST_ONE],
+        "svd_components": [AT_LEAST_ONE], "learning_rate": [POSITIVE], "max_iter": [ITERATIONS],
         "max_leaf_nodes": [Interval(Integral, 2, None, closed="left")], "min_samples_leaf": [AT_LEAST_ONE],
         "shift_folds": [COUNT], "random_state": [SEED],
     }

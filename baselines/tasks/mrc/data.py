@@ -66,7 +66,7 @@ def records_from_document(data: Any, path: Path) -> list[MrcQuestion]:
                 where = f"{par_where}.qas[{q_index}]"
                 guid = require(question, "guid", str, path, where)
                 where = f"guid {guid}"
-                impossible = bool(question.get("is_impossible", False))
+                impossible = boolean(question, "is_impossible", path, where)
                 answers = _answers(question, "answers", context, path, where)
                 if not impossible and not answers:
                     raise DataError(path, where, "answerable question (is_impossible false) without answers")
@@ -82,6 +82,15 @@ def records_from_document(data: Any, path: Path) -> list[MrcQuestion]:
     return records
 
 
+def boolean(row: dict, key: str, path: Path, where: str) -> bool:
+    """A JSON boolean (false where absent). Not bool(value): the string "false" is true in Python, and would
+    make an answerable question unanswerable without a word."""
+    value = row.get(key, False)
+    if not isinstance(value, bool):
+        raise DataError(path, where, f"'{key}' should be true or false, not {value!r}")
+    return value
+
+
 def from_hf(rows: list[dict], path: Path) -> list[MrcQuestion]:
     """Rows of the Hugging Face klue 'mrc' schema, one per question: 'answers' holds lists of 'text' and
     'answer_start'. For an unanswerable question (is_impossible) those are its plausible answers, which the
@@ -94,7 +103,7 @@ def from_hf(rows: list[dict], path: Path) -> list[MrcQuestion]:
         if not isinstance(texts, list) or not isinstance(starts, list) or len(texts) != len(starts):
             raise DataError(path, where, "'answers' should hold lists 'text' and 'answer_start' of one length")
         spans = [{"text": text, "answer_start": start} for text, start in zip(texts, starts)]
-        impossible = bool(row.get("is_impossible"))
+        impossible = boolean(row, "is_impossible", path, where)
         question = {"guid": require(row, "guid", str, path, where), "question": require(row, "question", str, path,
                                                                                           where),
                     "is_impossible": impossible, "question_type": row.get("question_type"),

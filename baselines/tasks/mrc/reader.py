@@ -22,7 +22,7 @@ from baselines.linear import OrderedLogisticRegression
 from baselines import scoring
 from baselines.estimators import NothingLearnt, TaskModel
 from baselines.explain import strongest
-from baselines.params import AT_LEAST_ONE, COUNT, NON_NEGATIVE, POSITIVE, SEED, HasMethods, Interval
+from baselines.params import AT_LEAST_ONE, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, POSITIVE, SEED, HasMethods, Interval
 from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_COLUMNS, TYPED_FEATURE_NAMES,
                                               PassageEntities, answer_type, question_type_features, span_types,
                                               tagger_fitting, typed_features)
@@ -206,8 +206,8 @@ class SpanRanker(TaskModel, BaseEstimator):
     _headline = staticmethod(headline)
 
     _parameter_constraints = {
-        "alpha": [None, NON_NEGATIVE], "max_iter": [AT_LEAST_ONE], "top_sentences": [AT_LEAST_ONE],
-        "max_eojeols": [AT_LEAST_ONE], "max_chars": [AT_LEAST_ONE], "neighbours": [COUNT],
+        "alpha": [None, NON_NEGATIVE], "max_iter": [ITERATIONS], "top_sentences": [AT_LEAST_ONE],
+        "max_eojeols": [AT_LEAST_ONE], "max_chars": [AT_LEAST_ONE], "neighbours": [NEIGHBOURS],
         "calibration_folds": [Interval(Integral, 2, None, closed="left")],
         "max_calibration_questions": [AT_LEAST_ONE], "abstain": ["boolean"], "ner_train": [None, str],
         "type_C": [POSITIVE], "plausible_answers": ["boolean"], "memory": [None, str, HasMethods(["cache"])],
