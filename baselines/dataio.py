@@ -78,9 +78,10 @@ def _without_surrogates(value: Any, where: str, places: list[str]) -> Any:
 
 
 def read_text(path: Path) -> str:
-    """A UTF-8 text file; undecodable bytes or an unreadable file become a DataError."""
+    """A UTF-8 text file, without the byte-order mark some editors put first; undecodable bytes or an
+    unreadable file become a DataError."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             return handle.read()
     except UnicodeDecodeError as error:
         raise DataError(path, f"byte {error.start}", "not UTF-8 text") from None
@@ -108,7 +109,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
 
 def looks_like_jsonl(path: Path) -> bool:
     """True when the first non-blank character starts an object that ends on its own line."""
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:
         for line in handle:
             stripped = line.strip()
             if stripped:
@@ -164,7 +165,7 @@ def read_tsv_blocks(path: Path) -> Iterator[TsvBlock]:
     header: tuple[int, str, str] | None = None
     block: TsvBlock | None = None
     try:
-        handle = open(path, encoding="utf-8")
+        handle = open(path, encoding="utf-8-sig")
     except OSError as error:
         raise DataError(path, None, f"cannot read ({error.strerror})") from None
     with handle:

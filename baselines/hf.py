@@ -166,7 +166,7 @@ def _arrow_folder_rows(folder: Path) -> tuple[list[dict], Any]:
     if not state_path.is_file():
         raise DataError(folder, None, "is a folder without state.json: not a Hugging Face save_to_disk dataset")
     try:
-        state = json.loads(state_path.read_text(encoding="utf-8"))
+        state = json.loads(state_path.read_text(encoding="utf-8-sig"))
         names = [entry["filename"] for entry in state["_data_files"]]
     except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
         raise DataError(state_path, None, "expected a save_to_disk state with '_data_files'") from None
@@ -183,7 +183,7 @@ def _arrow_folder_rows(folder: Path) -> tuple[list[dict], Any]:
     if not info_path.is_file():
         return rows, None
     try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
+        info = json.loads(info_path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise DataError(info_path, None, "expected the JSON that save_to_disk writes") from None
     return rows, info.get("features") if isinstance(info, dict) else None

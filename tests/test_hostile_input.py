@@ -855,3 +855,42 @@ def test_an_hf_row_without_its_label_is_unlabelled_not_a_crash():
     assert records[0].label is None
     with pytest.raises(DataError, match="guid a: has no gold label"):
         api.fit("ynat", records, "trivial")
+
+
+@pytest.mark.parametrize("task", ["ner", "dp"])
+def test_a_byte_order_mark_is_read_past_in_tsv_conllu_and_jsonl(tmp_path, task):
+    gold = tmp_path / sample_file(task).name
+    gold.write_bytes(b"\xef\xbb\xbf" + sample_file(task).read_bytes())
+    assert api.load(task, gold) == api.load(task, sample_file(task))
+    rows = api.predict(task, api.fit(task, sample_file(task, "train"), "trivial"), sample_file(task))
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(row, ensure_ascii=False) + "\n"
+                                                      for row in rows).encode("utf-8"))
+    assert api.score(task, gold, predictions) == api.score(task, sample_file(task), rows)
+    if task == "dp":
+        conllu = tmp_path / "dp.conllu"
+        records = api.load("dp", sample_file("dp"))
+        api.task_spec("dp").writers["conllu"](conllu, records, rows)
+        conllu.write_bytes(b"\xef\xbb\xbf" + conllu.read_bytes())
+        assert api.score("dp", sample_file("dp"), conllu) == api.score("dp", sample_file("dp"), rows)
+
+
+def test_conllu_heads_take_ascii_digits_only_and_a_tree_has_one_root(tmp_path):
+    records = api.load("dp", sample_file("dp"))
+    gold = [{"heads": [w.head for w in r.words], "deprels": [w.deprel for w in r.words]} for r in records]
+    conllu = tmp_path / "gold.conllu"
+    api.task_spec("dp").writers["conllu"](conllu, records, gold)
+    lines = conllu.read_text(encoding="utf-8").split("\n")
+    first_token = next(number for number, line in enumerate(lines) if line and not line.startswith("#"))
+    columns = lines[first_token].split("\t")
+    superscript = lines[:first_token] + ["\t".join(columns[:6] + ["²"] + columns[7:])] + lines[first_token + 1:]
+    conllu.write_text("\n".join(superscript), encoding="utf-8")
+    error = refused("run", "dp", "--model", "trivial", "--train", sample_file("dp", "train"), "--dev", conllu)
+    assert "HEAD '²' is not 0 (root)" in error
+    two_roots = [list(map(int, [w.head for w in records[0].words]))]
+    root = two_roots[0].index(0)
+    other = 0 if root != 0 else 1
+    heads = [0 if index == other else head for index, head in enumerate(two_roots[0])]
+    api.task_spec("dp").writers["conllu"](conllu, records, [{**gold[0], "heads": heads}] + gold[1:])
+    error = refused("run", "dp", "--model", "trivial", "--train", conllu, "--dev", sample_file("dp"))
+    assert f"sent_id {records[0].guid}" in error and "are all attached to the root (HEAD 0): a tree has one" in error

@@ -44,13 +44,18 @@ class DpSentence:
     words: list[DpWord]
 
 
+def ascii_number(text: str) -> bool:
+    """Digits 0-9 only: str.isdigit() also takes '²' and other digits that int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
 def _word(columns: list[str], position: int, size: int, path: Path, where: str) -> DpWord:
     if len(columns) != 6:
         raise DataError(path, where, f"expected 6 columns {COLUMNS}, got {len(columns)}")
     index, form, lemma, pos, head, deprel = columns
     if index != str(position):
         raise DataError(path, where, f"INDEX should be {position}, got {index!r}")
-    if not head.isdigit() or not 0 <= int(head) <= size:
+    if not ascii_number(head) or not 0 <= int(head) <= size:
         raise DataError(path, where, f"HEAD {head!r} is not 0 (root) or an eojeol index 1-{size}")
     if deprel not in LABELS:
         raise DataError(path, where, f"DEPREL {deprel!r} is not a KLUE-DP relation")
@@ -92,7 +97,8 @@ def from_hf(rows: list[dict], path: Path) -> list[DpSentence]:
 
 
 def tree_problem(heads: Sequence[int]) -> str | None:
-    """What keeps 1-based heads (0 = root) from being a dependency tree: a self-head, no root, or a cycle;
+    """What keeps 1-based heads (0 = root) from being a dependency tree: a self-head, no root or more than
+    one, or a cycle;
     None when they form one. Training and scoring assume trees, and a decoder that always outputs one could
     never match a gold cycle."""
     for index, head in enumerate(heads, start=1):
@@ -100,6 +106,9 @@ def tree_problem(heads: Sequence[int]) -> str | None:
             return f"eojeol {index} is its own head"
     if 0 not in heads:
         return "no eojeol is attached to the root (HEAD 0)"
+    roots = [index for index, head in enumerate(heads, start=1) if head == 0]
+    if len(roots) > 1:  # KLUE-DP has one root per sentence (every sentence of the official files does)
+        return f"eojeols {', '.join(map(str, roots))} are all attached to the root (HEAD 0): a tree has one"
     for start in range(1, len(heads) + 1):
         seen, node = set(), start
         while node != 0:
@@ -639,7 +648,7 @@ def write_conllu(path: Path, records: Sequence[DpSentence], predictions: Sequenc
 def looks_like_conllu(path: Path) -> bool:
     """True when the first token line has CoNLL-U's 10 tab-separated columns (the official TSV has 6)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open(path, encoding="utf-8-sig", errors="replace") as handle:
             for line in handle:
                 if line.strip() and not line.startswith("#"):
                     return len(line.rstrip("\r\n").split("\t")) == 10
@@ -661,7 +670,7 @@ def load_conllu(path: Path) -> list[DpSentence]:
     for first_line, comment_lines, token_rows in _conllu_blocks(path):
         comments = {key.strip(): value for key, _sep, value in (line.lstrip("# ").partition(" = ")
                                                                   for line in comment_lines)}
-        rows = [(number, columns) for number, columns in token_rows if columns[0].isdigit()]
+        rows = [(number, columns) for number, columns in token_rows if ascii_number(columns[0])]
         guid = comments.get("sent_id", f"conllu-{len(records)}").strip()
         where = f"line {first_line} (sent_id {guid})"
         for number, columns in rows:
