@@ -38,17 +38,20 @@ class TrainingDataError(ValueError):
 class TaskModel:
     """Mixin for the task models, left of ClassifierMixin/RegressorMixin and BaseEstimator.
 
-    A model sets `_to_records` (X -> the task's records, accepting plain inputs) and `_headline` ((records,
-    y, predictions) -> the task's first headline metric, x100). Then `score(X, y)` returns that metric on
+    A model sets `_to_records` (X -> the task's records, accepting plain inputs), `_headline` ((records,
+    y, predictions) -> the task's first headline metric, x100) and, where it reads text, `_in_nfc`. Then `score(X, y)` returns that metric on
     the 0-1 scale, higher is better, which GridSearchCV and cross_val_score use with scoring=None. Its fit
     takes X through `_fit_records`, which validates the model's `_parameter_constraints`.
     """
 
     _to_records: Callable[[Sequence], list]
     _headline: Callable[[Sequence, Sequence, Sequence], float]
+    # The records with their texts in NFC, for a model whose output has no character offsets into them (see
+    # features.normalize); models that answer with offsets map them themselves, and floors read no text.
+    _in_nfc: Callable[[Sequence], list] = staticmethod(list)
 
     def _records(self, X: Sequence) -> list:
-        return type(self)._to_records(X)
+        return type(self)._in_nfc(type(self)._to_records(X))
 
     def _fit_records(self, X: Sequence) -> list:
         """X as records, after checking the hyper-parameters against the model's declared constraints (a

@@ -21,6 +21,7 @@ from features.align import char_to_eojeol, char_to_morpheme
 from features.analysis import analyze
 from features.characters import char_class, shape
 from features.morphemes import Analysis, eojeol_spans
+from features.normalize import nfc_text
 from features.tags import to_sejong
 from features.vectorize import NEIGHBOUR_TAGS, neighbour_tokens, prefetch_neighbours
 
@@ -375,7 +376,9 @@ class CharacterCRF(TaskModel, BaseEstimator):
                 for r, a, p in zip(records, analyses, priors))
 
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "CharacterCRF":
-        records = self._fit_records(X)
+        texts = [nfc_text(record.text) for record in self._fit_records(X)]
+        y = [text.tags_to_nfc(tags) if text.changed else tags for text, tags in zip(texts, y)]
+        records = [NerSentence("", text.text, None) for text in texts]
         analyses = analyze(r.text for r in records)
         priors: Sequence[dict | None] = [None] * len(records)
         self.morpheme_types_: dict[MorphemeKey, dict[str, float]] | None = None
@@ -406,10 +409,14 @@ class CharacterCRF(TaskModel, BaseEstimator):
         return sections
 
     def predict(self, X: Sequence) -> list[list[str]]:
-        records = self._fitted_records(X)
+        """IOB2 tags, one per character of each record's own text: the CRF reads NFC, and its tags are
+        carried back to decomposed (NFD) characters, so that entity offsets point into the user's string."""
+        texts = [nfc_text(record.text) for record in self._fitted_records(X)]
+        records = [NerSentence("", text.text, None) for text in texts]
         analyses = analyze(r.text for r in records)
         features = self._features(records, analyses, [self.morpheme_types_] * len(records))
-        return [repair_iob2(iobes_to_iob2(tags)) for tags in self.crf_.predict(features)]
+        tagged = [repair_iob2(iobes_to_iob2(tags)) for tags in self.crf_.predict(features)]
+        return [text.tags_to_original(tags) if text.changed else tags for text, tags in zip(texts, tagged)]
 
 
 def character_crf(random_state: int = 0, resources: dict | None = None) -> CharacterCRF:

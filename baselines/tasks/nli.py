@@ -25,6 +25,7 @@ from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, 
                                 jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.morphemes import Analysis
+from features.normalize import nfc_fields
 from features.pairs import (NEGATION_FORMS, QUANTITY_FORMS, TIME_FORMS, content_forms, hypothesis_marks,
                             neighbour_alignment, overlap_features)
 from features.vectorize import CharacterNgrams, MorphemeNgrams, prefetch_neighbours
@@ -78,6 +79,11 @@ def load_input(path: Path) -> list[NliExample]:
 def as_records(X: Sequence) -> list[NliExample]:
     """NliExample records, or plain (premise, hypothesis) pairs."""
     return records_from(X, NliExample, lambda item, guid, where: NliExample(guid, *plain_pair(item, where)))
+
+
+def in_nfc(records: Sequence[NliExample]) -> list[NliExample]:
+    """The records with premise and hypothesis in NFC (see features.normalize)."""
+    return [nfc_fields(record, "premise", "hypothesis") for record in records]
 
 
 def plain_inputs(records: Sequence[NliExample]) -> list[tuple[str, str]]:
@@ -179,6 +185,7 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
     """
 
     _to_records = staticmethod(as_records)
+    _in_nfc = staticmethod(in_nfc)
     _headline = staticmethod(headline)
 
     _parameter_constraints = {

@@ -1,7 +1,7 @@
 """RE: the relation between a subject and an object entity of a sentence (30 labels, no_relation included)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -22,6 +22,7 @@ from baselines.taskspec import PredictionError, TaskSpec, align_predictions, che
 from features.align import morphemes_in_span
 from features.analysis import analyze
 from features.morphemes import Analysis
+from features.normalize import nfc, nfc_text
 from features.tags import to_sejong
 from features.vectorize import CONTENT_TAGS, neighbour_tokens, prefetch_neighbours
 
@@ -108,6 +109,21 @@ def as_records(X: Sequence) -> list[ReExample]:
     'object_entity' as in the official file)."""
     return records_from(X, ReExample, lambda item, guid, where: _example(plain_row(item, where), guid, PLAIN_INPUT,
                                                                       where))
+
+
+def in_nfc(records: Sequence[ReExample]) -> list[ReExample]:
+    """The examples with their sentences in NFC, and the entities' words and offsets moved with them (see
+    features.normalize)."""
+    converted = []
+    for record in records:
+        text = nfc_text(record.sentence)
+        if not text.changed:
+            converted.append(record)
+            continue
+        entities = [replace(entity, word=nfc(entity.word), start=text.nfc_index(entity.start),
+                            end=text.nfc_index(entity.end)) for entity in (record.subject, record.object)]
+        converted.append(replace(record, sentence=text.text, subject=entities[0], object=entities[1]))
+    return converted
 
 
 def plain_inputs(records: Sequence[ReExample]) -> list[dict]:
@@ -316,6 +332,7 @@ class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEsti
     """
 
     _to_records = staticmethod(as_records)
+    _in_nfc = staticmethod(in_nfc)
     _headline = staticmethod(headline)
 
     _parameter_constraints = {

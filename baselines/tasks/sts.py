@@ -24,6 +24,7 @@ from baselines.params import AT_LEAST_ONE, COUNT, ITERATIONS, POSITIVE, SEED, In
 from baselines.report import Comparison
 from baselines.taskspec import TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze
+from features.normalize import nfc_fields
 from features.pairs import overlap_features
 from features.vectorize import CharacterNgrams, MorphemeNgrams
 
@@ -75,6 +76,11 @@ def load_input(path: Path) -> list[StsExample]:
 def as_records(X: Sequence) -> list[StsExample]:
     """StsExample records, or plain (sentence1, sentence2) pairs."""
     return records_from(X, StsExample, lambda item, guid, where: StsExample(guid, *plain_pair(item, where)))
+
+
+def in_nfc(records: Sequence[StsExample]) -> list[StsExample]:
+    """The records with their sentences in NFC (see features.normalize)."""
+    return [nfc_fields(record, "sentence1", "sentence2") for record in records]
 
 
 def plain_inputs(records: Sequence[StsExample]) -> list[tuple[str, str]]:
@@ -185,6 +191,7 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
     """
 
     _to_records = staticmethod(as_records)
+    _in_nfc = staticmethod(in_nfc)
     _headline = staticmethod(headline)
 
     _parameter_constraints = {

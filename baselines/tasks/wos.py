@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Sequence
@@ -25,6 +25,7 @@ from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, StrOptions
 from baselines.report import Comparison, precision_recall_rows
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 from features.analysis import analyze
+from features.normalize import nfc_fields
 from features.vectorize import morpheme_tokens, ngrams
 
 ONTOLOGY = "ontology.json"
@@ -89,6 +90,11 @@ def as_records(X: Sequence) -> list[WosDialogue]:
     """WosDialogue records, or plain dicts shaped like a dialogue of the official file (states optional)."""
     return records_from(X, WosDialogue, lambda item, guid, where: _dialogue(plain_row(item, where), guid,
                                                                            PLAIN_INPUT, where))
+
+
+def in_nfc(records: Sequence[WosDialogue]) -> list[WosDialogue]:
+    """The dialogues with their turns' texts in NFC (see features.normalize)."""
+    return [replace(record, turns=[nfc_fields(turn, "text") for turn in record.turns]) for record in records]
 
 
 def plain_inputs(records: Sequence[WosDialogue]) -> list[dict]:
@@ -387,6 +393,7 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
     """
 
     _to_records = staticmethod(as_records)
+    _in_nfc = staticmethod(in_nfc)
     _headline = staticmethod(headline)
 
     _parameter_constraints = {

@@ -20,6 +20,7 @@ from baselines.params import AT_LEAST_ONE, ITERATIONS, NEIGHBOURS, NGRAM_RANGE, 
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
                                 jsonl_records, label_predictions)
 from features.analysis import analyze
+from features.normalize import nfc_fields
 from features.vectorize import CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, prefetch_neighbours
 
 LABELS = ("IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치")
@@ -68,6 +69,11 @@ def load_input(path: Path) -> list[YnatExample]:
 def as_records(X: Sequence) -> list[YnatExample]:
     """YnatExample records, or plain titles (str)."""
     return records_from(X, YnatExample, lambda item, guid, where: YnatExample(guid, plain_text(item, where)))
+
+
+def in_nfc(records: Sequence[YnatExample]) -> list[YnatExample]:
+    """The records with their titles in NFC (see features.normalize)."""
+    return [nfc_fields(record, "title") for record in records]
 
 
 def plain_inputs(records: Sequence[YnatExample]) -> list[str]:
@@ -133,6 +139,7 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
     """
 
     _to_records = staticmethod(as_records)
+    _in_nfc = staticmethod(in_nfc)
     _headline = staticmethod(headline)
 
     _parameter_constraints = {

@@ -22,6 +22,7 @@ from baselines.report import Comparison
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.analysis import analyze
 from features.morphemes import eojeol_spans
+from features.normalize import nfc_fields
 from baselines.tasks.dp.trees import max_spanning_tree, projective_tree
 
 LABELS = scoring.DP_LABELS
@@ -169,6 +170,13 @@ def score(records: Sequence[DpSentence], predictions: Sequence[dict], resources:
     gold = targets(records)
     return scoring.score_dp([g[0] for g in gold], [g[1] for g in gold],
                             [p["heads"] for p in aligned], [p["deprels"] for p in aligned])
+
+
+def in_nfc(records: Sequence[DpSentence]) -> list[DpSentence]:
+    """The sentences with their text, forms and lemmas in NFC (see features.normalize); the eojeols stay
+    as many."""
+    return [replace(nfc_fields(record, "text"), words=[nfc_fields(word, "form", "lemma") for word in record.words])
+            for record in records]
 
 
 def as_records(X: Sequence) -> list[DpSentence]:
@@ -451,6 +459,7 @@ class MstParser(TaskModel, BaseEstimator):
     """
 
     _to_records = staticmethod(as_records)
+    _in_nfc = staticmethod(in_nfc)
     _headline = staticmethod(headline)
 
     _parameter_constraints = {

@@ -1,13 +1,14 @@
 """MRC records: the official SQuAD-style JSON, raw JSONL rows and plain dicts, and their gold answers."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from baselines.dataio import DataError, looks_like_jsonl, read_json, require
 from baselines.estimators import PLAIN_INPUT, plain_row, records_from
 from baselines.taskspec import jsonl_records
+from features.normalize import nfc, nfc_text
 
 
 @dataclass
@@ -127,6 +128,24 @@ def load_input(path: Path) -> list[MrcQuestion]:
 def raw_question(row: dict, guid: str, path: Path, where: str) -> MrcQuestion:
     """A question to answer from a raw row with 'question' and 'context' (no answers known)."""
     return MrcQuestion(guid, require(row, "question", str, path, where), require(row, "context", str, path, where))
+
+
+def in_nfc(records: Sequence[MrcQuestion]) -> list[MrcQuestion]:
+    """The questions with question and context in NFC, and their answers' texts and offsets moved with them
+    (see features.normalize)."""
+    converted = []
+    for record in records:
+        context, question = nfc_text(record.context), nfc(record.question)
+        if not context.changed and question == record.question:
+            converted.append(record)
+            continue
+
+        def moved(answers: list[MrcAnswer]) -> list[MrcAnswer]:
+            return [MrcAnswer(nfc(answer.text), context.nfc_index(answer.start) if answer.start < len(record.context)
+                              else len(context.text)) for answer in answers]
+        converted.append(replace(record, question=question, context=context.text, answers=moved(record.answers),
+                                 plausible_answers=moved(record.plausible_answers)))
+    return converted
 
 
 def targets(records: Sequence[MrcQuestion]) -> list[list[str]]:

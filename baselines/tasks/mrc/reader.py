@@ -22,15 +22,17 @@ from baselines.linear import OrderedLogisticRegression
 from baselines import scoring
 from baselines.estimators import NothingLearnt, TaskModel
 from baselines.explain import strongest
-from baselines.params import AT_LEAST_ONE, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, POSITIVE, SEED, HasMethods, Interval
+from baselines.params import (AT_LEAST_ONE, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, POSITIVE, SEED, HasMethods,
+                              Interval)
 from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_COLUMNS, TYPED_FEATURE_NAMES,
                                               PassageEntities, answer_type, question_type_features, span_types,
                                               tagger_fitting, typed_features)
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView, ViewMemo,
                                             content_set, question_terms, question_view, related_words)
-from baselines.tasks.mrc.data import MrcQuestion, as_records
+from baselines.tasks.mrc.data import MrcQuestion, as_records, in_nfc
 from baselines.tasks.mrc.passages import Retrieval, best_retrieval
 from features.analysis import analyze, neighbours
+from features.normalize import nfc, nfc_text
 from features.vectorize import Analyse, MorphemeNgrams, neighbour_queries
 
 
@@ -452,7 +454,8 @@ class SpanRanker(TaskModel, BaseEstimator):
         return expected
 
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "SpanRanker":
-        records = self._fit_records(X)
+        records = in_nfc(self._fit_records(X))
+        y = [[nfc(answer) for answer in answers] for answers in y]
         self._prefetch_neighbours(analyze(r.question for r in records))
         fitting = tagger_fitting(self.ner_train, self.random_state) if self.ner_train else nullcontext(lambda: None)
         with fitting as tagger:
@@ -642,22 +645,28 @@ class SpanRanker(TaskModel, BaseEstimator):
         return {"span ranker": strongest(_ALL_FEATURES, self.weights_, top_k, both_signs=True)}
 
     def read(self, X: Sequence) -> list[Reading]:
-        """Each question's best span, the reader's belief in it and whether it answers with it."""
-        records = self._fitted_records(X)
+        """Each question's best span, the reader's belief in it and whether it answers with it. The reader
+        reads NFC; its spans (the best one, its offset, the n-best) are taken from each record's own context,
+        whole syllables where that context is decomposed (NFD)."""
+        originals = self._fitted_records(X)
+        contexts = [nfc_text(record.context) for record in originals]
+        records = in_nfc(originals)
         views = self._views(records)
         entities = self._entities(records, [view.spans for view in views])
         expected = self._expected(records)
         wording = self._wording(records)
         readings = []
-        for record, view, question_expected, question_wording in zip(records, views, expected, wording):
+        for record, context, view, question_expected, question_wording in zip(records, contexts, views, expected,
+                                                                             wording):
             expected_type = ANSWER_TYPES[int(np.argmax(question_expected))] if self.type_model_ is not None else None
             rows = self._rows(view, entities[record.context], question_expected)
             scores = self._scores(rows, self.weights_)
             if not len(scores):
                 readings.append(Reading("", 0, None, False, view.question_type, expected_type))
                 continue
-            start, end = view.spans[int(np.argmax(scores))]
-            alternatives = n_best([record.context[s:e] for s, e in view.spans], scores)
+            start, end = context.original_span(*view.spans[int(np.argmax(scores))])
+            alternatives = n_best([context.original[slice(*context.original_span(s, e))] for s, e in view.spans],
+                                  scores)
             belief = None
             if self.answer_model_ is not None:
                 question_features = self._question_features(view, rows, question_expected, scores,
@@ -667,7 +676,7 @@ class SpanRanker(TaskModel, BaseEstimator):
                 answered = belief > self.threshold_
             else:
                 answered = self.threshold_ < 0
-            readings.append(Reading(record.context[start:end], start, belief, bool(answered), view.question_type,
+            readings.append(Reading(context.original[start:end], start, belief, bool(answered), view.question_type,
                                     expected_type, alternatives))
         return readings
 
