@@ -233,22 +233,29 @@ def _split_file(base: Path | None, task: TaskSpec, split: str) -> Path | None:
         hf.find_split(base, task.code, split)
 
 
-def is_partial(path: Path, task: TaskSpec, official_name: str, records: int | None = None) -> bool:
-    """KLUE's naming rule for copies: a file named exactly like the official one (v1.1 or v1) holds all of
-    its records; one with an extra part in its name ('.first5000', '.partial1350') is a subset. A file of
-    another name (a Hugging Face export) is whole when it has as many records as the official split."""
-    if path.name in (official_name, official_name.replace("-v1.1", "-v1")):
-        return False
+def is_partial(path: Path, task: TaskSpec, official_name: str, records: int) -> bool:
+    """Whether a file is less than the official split it stands for, judged from what was read: it is whole
+    only with the official split's number of records and, where it bears an official file's name whose
+    sha256 the manifest has, those very bytes. A name alone ('klue-ner-v1.1_train.tsv' holding 100
+    sentences, or the first 100 dev records passed as --dev) says nothing."""
     split = "train" if official_name == task.train_file else "dev"
-    return records is None or records != hf.SCHEMAS[task.code].split_sizes.get(split)
+    if records != hf.SCHEMAS[task.code].split_sizes.get(split):
+        return True
+    official = datafiles.official_manifest().get(path.name.replace("-v1_", "-v1.1_"))
+    return path.is_file() and official is not None and file_sha256(path) != official.sha256
 
 
-def protocol_name(task: TaskSpec, cv: int, train: Path | None, train_records: int | None = None) -> str:
-    """The protocol names of the data README: official, official-partial-train, dev-crossfit, ..."""
-    partial = train is not None and task.train_file is not None and is_partial(train, task, task.train_file,
-                                                                               train_records)
+def protocol_name(task: TaskSpec, cv: int, train: Path | None, train_records: int | None = None,
+                  dev: Path | None = None, dev_records: int | None = None) -> str:
+    """The protocol names of the data README (official, official-partial-train, dev-crossfit, ...), from the
+    files that were read: their record counts, and their bytes where they bear an official name. Without
+    cross-fitting, a dev file that is not the whole dev split adds '-partial-dev'."""
+    partial = (train is not None and task.train_file is not None and train_records is not None
+               and is_partial(train, task, task.train_file, train_records))
     if not cv:
-        return "official-partial-train" if partial else "official"
+        partial_dev = dev is not None and dev_records is not None and is_partial(dev, task, task.dev_file,
+                                                                                 dev_records)
+        return ("official-partial-train" if partial else "official") + ("-partial-dev" if partial_dev else "")
     if train is None:
         return "dev-crossfit"
     return "partial-train+dev-crossfit" if partial else "train+dev-crossfit"
@@ -369,7 +376,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         "task": task.code,
         "model": name,
         "estimator": type(model).__name__,
-        "protocol": _protocol(task, data, cv, fitted is not None, len(train_records)),
+        "protocol": _protocol(task, data, cv, fitted is not None, len(train_records), len(dev_records)),
         "cv_folds": cv,
         "data_source": data.source,
         "sample": data.is_sample,
@@ -412,10 +419,11 @@ def _headline(task: TaskSpec, metrics: dict[str, float]) -> dict[str, float | No
     return jsonable_scores({key: metrics[key] for key in task.headline if key in metrics}, 4)
 
 
-def _protocol(task: TaskSpec, data: TaskData, cv: int, saved_model: bool, train_records: int) -> str:
+def _protocol(task: TaskSpec, data: TaskData, cv: int, saved_model: bool, train_records: int,
+              dev_records: int) -> str:
     if data.is_sample:
         return "sample" + ("-crossfit" if cv else "")
-    return "saved-model" if saved_model else protocol_name(task, cv, data.train, train_records)
+    return "saved-model" if saved_model else protocol_name(task, cv, data.train, train_records, data.dev, dev_records)
 
 
 def _jsonable_params(model) -> dict:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from baselines import api, determinism, driver, persistence, results
+from baselines import api, determinism, driver, hf, persistence, results
 from baselines.cli import main
 from baselines.dataio import DataError, atomic_output, write_json_atomic, write_jsonl_atomic
 from baselines.datafiles import official_manifest, sample_dir
@@ -894,3 +894,23 @@ def test_conllu_heads_take_ascii_digits_only_and_a_tree_has_one_root(tmp_path):
     api.task_spec("dp").writers["conllu"](conllu, records, [{**gold[0], "heads": heads}] + gold[1:])
     error = refused("run", "dp", "--model", "trivial", "--train", conllu, "--dev", sample_file("dp"))
     assert f"sent_id {records[0].guid}" in error and "are all attached to the root (HEAD 0): a tree has one" in error
+
+
+def test_protocols_are_named_from_what_was_read_not_from_file_names(tmp_path, monkeypatch):
+    spec = get_task("ynat")
+    dev_rows = json_records("ynat")
+    named_as_official = tmp_path / spec.dev_file
+    write_json_atomic(named_as_official, dev_rows)  # the sample's 100 titles under the official dev name
+    assert driver.protocol_name(spec, 0, None, None, named_as_official, len(dev_rows)) == "official-partial-dev"
+    train = tmp_path / spec.train_file
+    write_json_atomic(train, json_records("ynat", "train"))
+    assert driver.protocol_name(spec, 0, train, 300, named_as_official, 100) == "official-partial-train-partial-dev"
+    # As many records as the official split, but not its bytes: not the official file either.
+    monkeypatch.setitem(hf.SCHEMAS["ynat"].split_sizes, "dev", len(dev_rows))
+    assert driver.protocol_name(spec, 0, None, None, named_as_official, len(dev_rows)) == "official-partial-dev"
+    export = tmp_path / "validation.jsonl"  # another name: its count is all there is to go by
+    export.write_text("", encoding="utf-8")
+    assert driver.protocol_name(spec, 0, None, None, export, len(dev_rows)) == "official"
+    code, output = cli("run", "ynat", "--model", "trivial", "--train", sample_file("ynat", "train"), "--dev",
+                       named_as_official, "--results-dir", tmp_path / "results")
+    assert code == 0 and "sample" in output  # the sample's bytes, however named, stay the sample
