@@ -234,22 +234,20 @@ def _split_file(base: Path | None, task: TaskSpec, split: str) -> Path | None:
 
 
 def is_partial(path: Path, task: TaskSpec, official_name: str, records: int) -> bool:
-    """Whether a file is less than the official split it stands for, judged from what was read: it is whole
-    only with the official split's number of records and, where it bears an official file's name whose
-    sha256 the manifest has, those very bytes. A name alone ('klue-ner-v1.1_train.tsv' holding 100
-    sentences, or the first 100 dev records passed as --dev) says nothing."""
+    """Whether a file holds fewer records than the official split it stands for, judged from what was read,
+    not from its name ('klue-ner-v1.1_train.tsv' holding 100 sentences, or the first 100 dev records passed
+    as --dev). A copy with every record but other bytes (the YNAT and STS training files of ../shared/klue
+    lack some fields) is whole, as the data README's protocols have it; whether its bytes are the official
+    ones is recorded beside it (describe_file's identical_to_official)."""
     split = "train" if official_name == task.train_file else "dev"
-    if records != hf.SCHEMAS[task.code].split_sizes.get(split):
-        return True
-    official = datafiles.official_manifest().get(path.name.replace("-v1_", "-v1.1_"))
-    return path.is_file() and official is not None and file_sha256(path) != official.sha256
+    return records != hf.SCHEMAS[task.code].split_sizes.get(split)
 
 
 def protocol_name(task: TaskSpec, cv: int, train: Path | None, train_records: int | None = None,
                   dev: Path | None = None, dev_records: int | None = None) -> str:
     """The protocol names of the data README (official, official-partial-train, dev-crossfit, ...), from the
-    files that were read: their record counts, and their bytes where they bear an official name. Without
-    cross-fitting, a dev file that is not the whole dev split adds '-partial-dev'."""
+    record counts of the files that were read. Without cross-fitting, a dev file that is not the whole dev
+    split adds '-partial-dev'."""
     partial = (train is not None and task.train_file is not None and train_records is not None
                and is_partial(train, task, task.train_file, train_records))
     if not cv:

@@ -6,10 +6,9 @@ import unicodedata
 
 import pytest
 
-from baselines import api
 from baselines.tasks.ner import entities
 from features.normalize import nfc_text
-from test_sklearn_interop import MODELS, QUICK, build, sample
+from test_sklearn_interop import MODELS, build, sample
 
 
 def nfd(text: str) -> str:
