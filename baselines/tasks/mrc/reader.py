@@ -208,8 +208,13 @@ class SpanRanker(TaskModel, BaseEstimator):
     _headline = staticmethod(headline)
 
     _parameter_constraints = {
-        "alpha": [None, NON_NEGATIVE], "max_iter": [ITERATIONS], "top_sentences": [AT_LEAST_ONE],
-        "max_eojeols": [AT_LEAST_ONE], "max_chars": [AT_LEAST_ONE], "neighbours": [NEIGHBOURS],
+        "alpha": [None, NON_NEGATIVE], "max_iter": [ITERATIONS],
+        # Candidate spans grow with these: the longest answer of the 1,350 dev questions here is 21 eojeols
+        # and 90 characters, and no passage has 100 sentences.
+        "top_sentences": [Interval(Integral, 1, 100, closed="both")],
+        "max_eojeols": [Interval(Integral, 1, 50, closed="both")],
+        "max_chars": [Interval(Integral, 1, 200, closed="both")],
+        "neighbours": [NEIGHBOURS],
         "calibration_folds": [Interval(Integral, 2, None, closed="left")],
         "max_calibration_questions": [AT_LEAST_ONE], "abstain": ["boolean"], "ner_train": [None, str],
         "type_C": [POSITIVE], "plausible_answers": ["boolean"], "memory": [None, str, HasMethods(["cache"])],
