@@ -39,9 +39,10 @@ class TaskModel:
     """Mixin for the task models, left of ClassifierMixin/RegressorMixin and BaseEstimator.
 
     A model sets `_to_records` (X -> the task's records, accepting plain inputs), `_headline` ((records,
-    y, predictions) -> the task's first headline metric, x100) and, where it reads text, `_in_nfc`. Then `score(X, y)` returns that metric on
-    the 0-1 scale, higher is better, which GridSearchCV and cross_val_score use with scoring=None. Its fit
-    takes X through `_fit_records`, which validates the model's `_parameter_constraints`.
+    y, predictions) -> the task's first headline metric, x100) and, where it reads text, `_in_nfc`. Then
+    `score(X, y)` returns that metric on the 0-1 scale, higher is better, which GridSearchCV and
+    cross_val_score use with scoring=None. Its fit takes X through `_fit_records`, which validates the
+    model's `_parameter_constraints`.
     """
 
     _to_records: Callable[[Sequence], list]
