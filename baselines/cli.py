@@ -34,6 +34,12 @@ def friendly_errors(command: Callable) -> Callable:
             return command(*args, **kwargs)
         except KNOWN_ERRORS as error:
             raise click.ClickException(str(error)) from None
+        except SystemError as error:
+            # A C extension (Kiwi's analysis) that sees Ctrl-C returns with the KeyboardInterrupt pending,
+            # and Python reports a SystemError caused by it: that is the user's Ctrl-C, not a failure.
+            if isinstance(error.__cause__ or error.__context__, KeyboardInterrupt):
+                raise click.Abort() from None
+            raise
     return wrapper
 
 

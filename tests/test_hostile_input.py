@@ -519,9 +519,52 @@ def test_bad_option_values_are_refused_before_any_work(args, message):
     assert "Error:" in result.output and message in result.output, result.output
 
 
-def test_more_stacking_folds_than_premises_is_one_error_line():
-    line = refused("run", "nli", "--param", "stack_folds=1000", "--param", "neighbours=0")
-    assert "stack_folds=1000 needs at least 1000 premises in the training data" in line
+def test_ctrl_c_inside_a_c_extension_aborts_without_a_traceback(monkeypatch, tmp_path):
+    def interrupted_in_c(*args, **kwargs):
+        # What CPython raises when a C function (Kiwi's analysis) returns while a KeyboardInterrupt is pending.
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as pending:
+            raise SystemError("<built-in method analyze> returned a result with an exception set") from pending
+
+    monkeypatch.setattr(api, "run", interrupted_in_c)
+    result = CliRunner().invoke(main, ["run", "ynat", "--results-dir", str(tmp_path)])
+    assert result.exit_code == 1 and result.output.strip().endswith("Aborted!"), result.output
+    assert "Traceback" not in result.output and "SystemError" not in result.output
+    monkeypatch.setattr(api, "run", lambda *args, **kwargs: 1 / 0)  # any other failure still surfaces
+    assert isinstance(CliRunner().invoke(main, ["run", "ynat"]).exception, ZeroDivisionError)
+
+
+def test_more_stacking_folds_than_premises_is_one_error_line(tmp_path):
+    few = tmp_path / "klue-nli-v1.1_train.json"
+    few.write_text(json.dumps(json.loads(sample_file("nli", "train").read_text(encoding="utf-8"))[:12]),
+                   encoding="utf-8")
+    line = refused("run", "nli", "--train", few, "--dev", sample_file("nli"), "--param", "stack_folds=20",
+                   "--param", "neighbours=0", "--results-dir", tmp_path)
+    assert "stack_folds=20 needs at least 20 premises in the training data" in line
+
+
+@pytest.mark.parametrize("task, assignment, accepted", [
+    ("ynat", "min_df=1001", "[1, 1000]"),
+    ("ynat", "char_ngrams=[1,11]", "1 <= low <= high <= 10"),
+    ("nli", "stack_folds=21", "[2, 20]"),
+    ("nli", "stack_folds=1", "[2, 20]"),
+    ("nli", "n_jobs=1000", "[1, 64]"),
+    ("re", "window=51", "[0, 50]"),
+    ("re", "min_count=100000", "[1, 1000]"),
+    ("sts", "shift_folds=100", "[2, 20]"),
+    ("sts", "min_samples_leaf=10001", "[1, 10000]"),
+    ("ner", "type_folds=21", "[2, 20]"),
+    ("dp", "dimension=1099511627776", "[1024, 67108864]"),
+    ("dp", "min_count=1001", "[1, 1000]"),
+    ("mrc", "calibration_folds=21", "[2, 20]"),
+    ("mrc", "max_calibration_questions=100001", "[1, 100000]"),
+    ("wos", "selection_folds=21", "[2, 20]"),
+    ("wos", "min_df=5000", "[1, 1000]"),
+])
+def test_every_count_hyper_parameter_has_an_upper_bound(tmp_path, task, assignment, accepted):
+    line = refused("run", task, "--param", assignment, "--results-dir", tmp_path)
+    assert f"'{assignment.split('=')[0]}' parameter" in line and accepted in line, line
 
 
 def test_a_missing_or_wrong_ner_file_for_the_mrc_reader_is_one_error_line(tmp_path):

@@ -20,7 +20,7 @@ from baselines import hf, scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, TrainingDataError, plain_pair, records_from
 from baselines.explain import LinearExplanation
-from baselines.params import AT_LEAST_ONE, COUNT, ITERATIONS, NEIGHBOURS, NGRAM_RANGE, NON_NEGATIVE, POSITIVE, SEED
+from baselines.params import FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, NON_NEGATIVE, POSITIVE, SEED
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
                                 jsonl_records, label_predictions)
 from features.analysis import analyze
@@ -189,9 +189,9 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
     _headline = staticmethod(headline)
 
     _parameter_constraints = {
-        "C": [POSITIVE], "ngram_range": [NGRAM_RANGE], "char_ngrams": [NGRAM_RANGE, None], "min_df": [AT_LEAST_ONE],
-        "cross_weight": [NON_NEGATIVE], "marks": ["boolean"], "neighbours": [NEIGHBOURS], "stack_folds": [COUNT],
-        "n_jobs": [AT_LEAST_ONE, None], "max_iter": [ITERATIONS], "random_state": [SEED],
+        "C": [POSITIVE], "ngram_range": [NGRAM_RANGE], "char_ngrams": [NGRAM_RANGE, None], "min_df": [MIN_COUNT],
+        "cross_weight": [NON_NEGATIVE], "marks": ["boolean"], "neighbours": [NEIGHBOURS], "stack_folds": [*FOLDS_OR_OFF],
+        "n_jobs": [JOBS, None], "max_iter": [ITERATIONS], "random_state": [SEED],
     }
 
     def __init__(self, C: float = 0.25, ngram_range: tuple[int, int] = (1, 2),

@@ -20,7 +20,7 @@ from sklearn.preprocessing import normalize
 from baselines import scoring
 from baselines.dataio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_pair, records_from
-from baselines.params import AT_LEAST_ONE, COUNT, ITERATIONS, POSITIVE, SEED, Interval
+from baselines.params import FOLDS_OR_OFF, ITERATIONS, POSITIVE, SEED, Interval
 from baselines.report import Comparison
 from baselines.taskspec import TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze
@@ -199,8 +199,8 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
         # leaves (the default) has at most 583 of them on those pairs, far below 4,096.
         "svd_components": [Interval(Integral, 1, 1000, closed="both")], "learning_rate": [POSITIVE],
         "max_iter": [ITERATIONS], "max_leaf_nodes": [Interval(Integral, 2, 4096, closed="both")],
-        "min_samples_leaf": [AT_LEAST_ONE],
-        "shift_folds": [COUNT], "random_state": [SEED],
+        "min_samples_leaf": [Interval(Integral, 1, 10_000, closed="both")],
+        "shift_folds": [*FOLDS_OR_OFF], "random_state": [SEED],
     }
 
     def __init__(self, svd_components: int = 150, learning_rate: float = 0.05, max_iter: int = 400,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
-from numbers import Integral, Real
+from numbers import Real
 from pathlib import Path
 from typing import Sequence
 
@@ -21,7 +21,7 @@ from baselines import scoring
 from baselines.dataio import DataError, guid_of, read_json, require, require_list
 from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_row, records_from
 from baselines.explain import linear_top_features
-from baselines.params import AT_LEAST_ONE, POSITIVE, SEED, Interval, StrOptions
+from baselines.params import FOLDS, JOBS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.report import Comparison, precision_recall_rows
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 from features.analysis import analyze
@@ -399,8 +399,8 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
     _parameter_constraints = {
         "ontology": [dict, None], "C": [POSITIVE], "none_threshold": [Interval(Real, 0, 1, closed="neither"), None],
         "context": [StrOptions(set(CONTEXTS)), None],
-        "selection_folds": [Interval(Integral, 2, None, closed="left")], "min_df": [AT_LEAST_ONE],
-        "n_jobs": [AT_LEAST_ONE, None], "random_state": [SEED],
+        "selection_folds": [FOLDS], "min_df": [MIN_COUNT],
+        "n_jobs": [JOBS, None], "random_state": [SEED],
     }
 
     THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)

@@ -16,7 +16,7 @@ from baselines import hf, scoring
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_text, records_from
 from baselines.explain import LinearExplanation
-from baselines.params import AT_LEAST_ONE, ITERATIONS, NEIGHBOURS, NGRAM_RANGE, POSITIVE, SEED, StrOptions
+from baselines.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, POSITIVE, SEED, StrOptions
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
                                 jsonl_records, label_predictions)
 from features.analysis import analyze
@@ -144,7 +144,7 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
 
     _parameter_constraints = {
         "C": [POSITIVE], "morpheme_ngrams": [NGRAM_RANGE], "char_ngrams": [NGRAM_RANGE, None],
-        "neighbours": [NEIGHBOURS], "min_df": [AT_LEAST_ONE], "class_weight": [StrOptions({"balanced"}), None],
+        "neighbours": [NEIGHBOURS], "min_df": [MIN_COUNT], "class_weight": [StrOptions({"balanced"}), None],
         "max_iter": [ITERATIONS], "random_state": [SEED],
     }
 

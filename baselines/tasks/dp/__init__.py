@@ -17,7 +17,7 @@ from baselines import hf, scoring
 from baselines.dataio import DataError, atomic_output, looks_like_jsonl, read_text, read_tsv_blocks, require
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_text, records_from
 from baselines.explain import linear_top_features
-from baselines.params import AT_LEAST_ONE, ITERATIONS, POSITIVE, SEED, Interval, StrOptions
+from baselines.params import ITERATIONS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.report import Comparison
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
 from features.analysis import analyze
@@ -463,8 +463,8 @@ class MstParser(TaskModel, BaseEstimator):
     _headline = staticmethod(headline)
 
     _parameter_constraints = {
-        "epochs": [ITERATIONS], "dimension": [Interval(Integral, 1024, None, closed="left")],
-        "min_count": [AT_LEAST_ONE], "label_C": [POSITIVE], "structure": [StrOptions({"learnt", "free"})],
+        "epochs": [ITERATIONS], "dimension": [Interval(Integral, 1024, 2 ** 26, closed="both")],
+        "min_count": [MIN_COUNT], "label_C": [POSITIVE], "structure": [StrOptions({"learnt", "free"})],
         "pos": [StrOptions({"gold", "kiwi"})], "random_state": [SEED],
     }
 

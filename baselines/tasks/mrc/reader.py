@@ -22,7 +22,7 @@ from baselines.linear import OrderedLogisticRegression
 from baselines import scoring
 from baselines.estimators import NothingLearnt, TaskModel
 from baselines.explain import strongest
-from baselines.params import (AT_LEAST_ONE, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, POSITIVE, SEED, HasMethods,
+from baselines.params import (FOLDS, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, POSITIVE, SEED, HasMethods,
                               Interval)
 from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_COLUMNS, TYPED_FEATURE_NAMES,
                                               PassageEntities, answer_type, question_type_features, span_types,
@@ -215,8 +215,10 @@ class SpanRanker(TaskModel, BaseEstimator):
         "max_eojeols": [Interval(Integral, 1, 50, closed="both")],
         "max_chars": [Interval(Integral, 1, 200, closed="both")],
         "neighbours": [NEIGHBOURS],
-        "calibration_folds": [Interval(Integral, 2, None, closed="left")],
-        "max_calibration_questions": [AT_LEAST_ONE], "abstain": ["boolean"], "ner_train": [None, str],
+        "calibration_folds": [FOLDS],
+        # Every calibration question's candidates are held at once; the official train file has 17,554.
+        "max_calibration_questions": [Interval(Integral, 1, 100_000, closed="both")],
+        "abstain": ["boolean"], "ner_train": [None, str],
         "type_C": [POSITIVE], "plausible_answers": ["boolean"], "memory": [None, str, HasMethods(["cache"])],
         "random_state": [SEED],
     }
