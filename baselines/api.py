@@ -496,19 +496,30 @@ def _checked(spec: TaskSpec, records: list, resources: dict, predictions: PathLi
 
 def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequence[dict] | dict,
             predictions_b: PathLike | Sequence[dict] | dict, *, resamples: int = 1000, seed: int = 0, jobs: int = 1,
-            data_dir: PathLike | None = None, progress: Callable[[int], None] = lambda done: None) -> dict:
+            metrics: Sequence[str] | None = None, data_dir: PathLike | None = None,
+            progress: Callable[[int], None] = lambda done: None) -> dict:
     """Two systems' predictions on the same gold, compared by paired bootstrap (baselines.significance):
-    each headline metric for A and B, the difference B - A, its 95 % interval and p-value. Both prediction
-    sets are checked as `score` checks them first. `progress` is told how many resamples each step did."""
+    for each metric, A and B, the difference B - A, its 95 % interval and p-value. Both prediction sets are
+    checked as `score` checks them first. `metrics`: names of `score`'s metrics, or of a breakdown
+    ('class_f1' for every 'class_f1/...'); by default the headline and the task's breakdown (its classes,
+    entity types, relations, slots or question types), under 'metrics' and 'breakdown', the breakdown
+    sorted by the size of B - A. `progress` is told how many resamples each step did."""
     if not 1 <= resamples <= significance.MAX_RESAMPLES:
         raise driver.UsageError(f"resamples must be 1 to {significance.MAX_RESAMPLES:,}, not {resamples:,}")
     spec = get_task(task)
     records, resources = _gold(spec, gold, data_dir)
     rows_a, metrics_a = _checked(spec, records, resources, predictions_a)
     rows_b, metrics_b = _checked(spec, records, resources, predictions_b)
-    compared = significance.paired_bootstrap(spec, records, rows_a, rows_b, resources, resamples=resamples, seed=seed,
-                                             n_jobs=local_jobs(jobs), progress=progress,
-                                             observed=(metrics_a, metrics_b))
+    try:
+        headline, breakdown = significance.chosen_metrics(spec, metrics, (metrics_a, metrics_b))
+    except ValueError as error:
+        raise driver.UsageError(str(error)) from None
+    compared = significance.paired_bootstrap(spec, records, rows_a, rows_b, resources, metrics=headline + breakdown,
+                                             resamples=resamples, seed=seed, n_jobs=local_jobs(jobs),
+                                             progress=progress, observed=(metrics_a, metrics_b))
+    rows = compared.pop("metrics")
+    compared["metrics"] = rows[:len(headline)]
+    compared["breakdown"] = sorted(rows[len(headline):], key=lambda row: -abs(row["difference"] or 0.0))
     return {"task": task, **{name: str(value) for name, value in (
         ("gold", gold), ("a", predictions_a), ("b", predictions_b)) if _is_path(value)}, **compared}
 

@@ -225,9 +225,9 @@ def _print_metrics(task: str, metrics: dict, as_json: bool, **more) -> None:
         click.echo(json.dumps({"task": task, **more, "metrics": metrics}, ensure_ascii=False, indent=2))
         return
     headline = get_task(task).headline
-    width = max(map(len, metrics))
+    width = max(map(_display_width, metrics))
     for key in [k for k in headline if k in metrics] + sorted(k for k in metrics if k not in headline):
-        click.echo(f"{key:<{width}}  {results.format_score(metrics[key], 8)}")
+        click.echo(f"{key}{' ' * (width - _display_width(key))}  {results.format_score(metrics[key], 8)}")
 
 
 @main.command()
@@ -609,33 +609,51 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
 @click.option("--resamples", default=1000, show_default=True,
               type=click.IntRange(min=1000, max=significance.MAX_RESAMPLES),
               help=f"Bootstrap resamples (1000 to {significance.MAX_RESAMPLES:,}).")
-@seed_option
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
+              help="Seed of the bootstrap draws (0 to 2^32-1).")
+@click.option("--metric", "metric_names", multiple=True,
+              help="A metric of `score`'s output, or a breakdown standing for all its parts (class_f1, entity_f1, "
+                   "slot_accuracy; MRC exact_match/). Repeatable. Default: the headline and the task's breakdown.")
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
-              help="Processes that score resamples in parallel (the result does not depend on it).")
+              help="Processes that score resamples in parallel where a metric is not a sum over records (MRC's "
+                   "reader diagnostics); the result does not depend on it.")
 @data_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.pass_context
 @friendly_errors
 def compare_command(ctx, task: str, gold_path: Path, predictions_paths: tuple[Path, ...], resamples: int, seed: int,
-                    jobs: int, data_dir, as_json: bool) -> None:
-    """Is B's lead over A real? Each headline metric for both, B - A, its 95 % paired bootstrap interval
-    and p-value; resamples draw whole units (sentences, passages, dialogues)."""
+                    metric_names: tuple[str, ...], jobs: int, data_dir, as_json: bool) -> None:
+    """Is B's lead over A real, and where? Each headline metric for both, B - A, its 95 % paired bootstrap
+    interval and p-value; then the same per class, entity type, relation, slot or question type, the
+    largest difference first. Resamples draw whole units (sentences, passages, dialogues)."""
     if len(predictions_paths) != 2:
         raise click.BadParameter(f"give exactly two prediction files (A, then B), not {len(predictions_paths)}",
                                  param_hint="--predictions")
     with console(ctx).progress("resampling", resamples) as bar:
         compared = api.compare(task, gold_path, *predictions_paths, resamples=resamples, seed=seed, jobs=jobs,
-                               data_dir=data_dir, progress=bar.update)
+                               metrics=metric_names or None, data_dir=data_dir, progress=bar.update)
     if as_json:
         click.echo(json.dumps(compared, ensure_ascii=False, indent=2))
         return
     click.echo(f"A: {predictions_paths[0]}\nB: {predictions_paths[1]}\n{compared['resamples']} paired resamples of "
                f"{compared['units']} units (seed {compared['seed']})")
-    _print_table(["metric", "A", "B", "B - A", "95% interval", "p"], [[
-        row["metric"], results.format_score(row["a"]), results.format_score(row["b"]),
-        "n/a" if row["difference"] is None else f"{row['difference']:+.2f}",
-        f"[{results.format_score(row['low'])}, {results.format_score(row['high'])}]",
-        results.format_score(row["p_value"], digits=4)] for row in compared["metrics"]])
+    for title, rows in (("", compared["metrics"]), ("where, the largest |B - A| first:", compared["breakdown"])):
+        if not rows:
+            continue
+        if title:
+            click.echo(f"\n{title}")
+        _print_table(["metric", "A", "B", "B - A", "95% interval", "p"], [[
+            row["metric"], results.format_score(row["a"]), results.format_score(row["b"]),
+            "n/a" if row["difference"] is None else f"{row['difference']:+.2f}",
+            f"[{results.format_score(row['low'])}, {results.format_score(row['high'])}]",
+            _p_value(row["p_value"], compared["resamples"])] for row in rows])
+
+
+def _p_value(p_value: float | None, resamples: int) -> str:
+    """p to four places; 0 (no resample on the far side of zero) as '< 1/B'."""
+    if p_value == 0:
+        return f"< {1 / resamples:g}"
+    return results.format_score(p_value, digits=4)
 
 
 

@@ -334,7 +334,7 @@ def wos_slot(state_item: str) -> str:
     return f"{domain}-{slot}"
 
 
-def _turn_f1(gold: Sequence[str], pred: Sequence[str]) -> float:
+def turn_f1(gold: Sequence[str], pred: Sequence[str]) -> float:
     """TRADE's per-turn F1 over the lists as given: a repeated predicted item counts again as a false
     positive, as in the reference implementation."""
     if not gold:
@@ -353,7 +353,7 @@ def score_wos(gold_states: Sequence[Sequence[str]], pred_states: Sequence[Sequen
     gold_sets = [set(g) for g in gold_states]
     pred_sets = [set(p) for p in pred_states]
     joint = [gold == pred for gold, pred in zip(gold_sets, pred_sets)]
-    turn_f1 = [_turn_f1(list(gold), list(pred)) for gold, pred in zip(gold_states, pred_states)]
+    turn_f1s = [turn_f1(list(gold), list(pred)) for gold, pred in zip(gold_states, pred_states)]
     slots = sorted({wos_slot(item) for state in gold_sets + pred_sets for item in state})
     slot_correct: Counter = Counter()
     for gold, pred in zip(gold_sets, pred_sets):
@@ -361,6 +361,6 @@ def score_wos(gold_states: Sequence[Sequence[str]], pred_states: Sequence[Sequen
         pred_by_slot = {wos_slot(item): item for item in pred}
         for slot in slots:
             slot_correct[slot] += gold_by_slot.get(slot) == pred_by_slot.get(slot)
-    result = {"joint_goal_accuracy": float(np.mean(joint)) * 100, "slot_f1": float(np.mean(turn_f1)) * 100}
+    result = {"joint_goal_accuracy": float(np.mean(joint)) * 100, "slot_f1": float(np.mean(turn_f1s)) * 100}
     result.update({f"slot_accuracy/{slot}": slot_correct[slot] / len(gold_sets) * 100 for slot in slots})
     return result

@@ -24,7 +24,9 @@ class TaskSpec:
       y that its ``fit(records, y)`` receives.
     - ``predict(model, records)`` returns one JSON-able dict per record, keyed by ``guid``: the format of
       ``predict`` output and of ``score --predictions``.
-    - ``score(records, predictions, resources)`` returns the official metrics (x100) and breakdowns.
+    - ``score(records, predictions, resources)`` returns the official metrics (x100) and breakdowns;
+      ``tally`` takes the same and returns them as sums over records (a baselines.tallies.Tally), which
+      `compare` scores a batch of bootstrap resamples with at once.
     - ``texts(records)`` lists every Korean text of the records (what morpheme analysis will see).
     - ``as_records(X)`` turns plain inputs (str, pairs, raw-row dicts) into records, and
       ``plain_inputs(records)`` does the reverse; the models accept either.
@@ -71,6 +73,7 @@ class TaskSpec:
     prediction_formats: str = "JSONL with one prediction per line"
     score_notes: Callable[[dict], list[str]] = field(default=lambda metrics: [])
     compare: Callable[[Sequence, Sequence[dict]], Any] | None = None  # gold vs predicted, for `report`
+    tally: Callable[[Sequence, Sequence[dict], dict], Any] | None = None
 
     def __post_init__(self) -> None:
         # One place makes every task read Hugging Face exports: load and load_input try them first (the

@@ -139,3 +139,46 @@ def test_jobs_above_the_cores_are_capped_with_a_warning(tmp_path):
     with pytest.warns(UserWarning, match="--jobs 1000 is more than"):
         assert Workers(1000, "loky").jobs == cores
     assert Workers(cores, "threading").jobs == cores
+
+
+def test_the_interval_leaves_out_zero_exactly_when_p_is_below_five_percent():
+    rng = np.random.default_rng(0)
+    agreed = 0
+    for resamples in (20, 40, 99, 1000):
+        for shift in np.linspace(-0.5, 0.5, 41):
+            result = interval(rng.normal(shift, 0.2, size=resamples).round(2), shift)
+            excludes_zero = result["low"] > 0 or result["high"] < 0
+            assert excludes_zero == (result["p_value"] < 0.05), (resamples, shift, result)
+            agreed += excludes_zero
+    assert 0 < agreed < 4 * 41  # both outcomes occurred
+    assert interval(np.zeros(50), 0.0)["p_value"] == 1.0
+    assert interval(np.full(50, 0.3), 0.3)["p_value"] == 0.0
+
+
+def test_compare_says_where_the_difference_lies(ynat_gold, tmp_path):
+    dev, records = ynat_gold
+    compared = api.compare("ynat", dev, perfect(records), with_errors(records, 0.2), resamples=1000)
+    assert [row["metric"] for row in compared["metrics"]] == ["macro_f1"]
+    where = compared["breakdown"]
+    assert {row["metric"] for row in where} == {f"class_f1/{r.label}" for r in records}
+    sizes = [abs(row["difference"]) for row in where]
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] > 0
+    for row in where:
+        assert row["low"] <= row["difference"] <= row["high"]
+    one = api.compare("ynat", dev, perfect(records), with_errors(records, 0.2), resamples=1000,
+                      metrics=["class_f1/경제"])
+    assert one["metrics"] == [] and [row["metric"] for row in one["breakdown"]] == ["class_f1/경제"]
+    assert one["breakdown"][0] == next(row for row in where if row["metric"] == "class_f1/경제")
+
+
+def test_an_unknown_metric_is_one_error_line_that_lists_the_metrics(ynat_gold, tmp_path):
+    dev, records = ynat_gold
+    a = tmp_path / "a.jsonl"
+    a.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in perfect(records)), encoding="utf-8")
+    result = CliRunner().invoke(main, ["-q", "compare", "ynat", "--gold", str(dev), "--predictions", str(a),
+                                       "--predictions", str(a), "--metric", "accuracy"])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "ynat has no metric 'accuracy'" in result.output and "macro_f1" in result.output
+    assert "class_f1" in result.output
+    seed_help = CliRunner().invoke(main, ["compare", "--help"]).output
+    assert "Seed of the bootstrap draws" in seed_help and "models and folds" not in seed_help

@@ -10,7 +10,7 @@ import sklearn_crfsuite
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from baselines import hf, scoring
+from baselines import hf, scoring, tallies
 from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, require
 from baselines.estimators import NothingLearnt, TaskModel, plain_text, records_from
 from baselines.explain import strongest
@@ -105,7 +105,9 @@ def _scored_tags(record: NerSentence, tags: Sequence[str]) -> list[str]:
                           f"{len(record.text)} characters")
 
 
-def score(records: Sequence[NerSentence], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
+def gold_and_predicted_tags(records: Sequence[NerSentence], predictions: Sequence[dict]) -> tuple[list[list], list[list]]:
+    """Gold and predicted tags of the scored characters, per sentence in record order, the predictions
+    checked."""
     aligned = align_predictions(records, predictions, lambda r: r.guid)
     bad = [p.get("guid") for p in aligned if not isinstance(p.get("tags"), list)
            or not set(p["tags"]) <= set(TAGS)]
@@ -114,7 +116,15 @@ def score(records: Sequence[NerSentence], predictions: Sequence[dict], resources
                               f"(first: {', '.join(map(str, bad[:3]))})")
     gold = [_scored_tags(record, record.tags) for record in records]
     pred = [_scored_tags(record, p["tags"]) for record, p in zip(records, aligned)]
-    return scoring.score_ner(gold, pred)
+    return gold, pred
+
+
+def score(records: Sequence[NerSentence], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
+    return scoring.score_ner(*gold_and_predicted_tags(records, predictions))
+
+
+def tally(records: Sequence[NerSentence], predictions: Sequence[dict], resources: dict) -> tallies.Tally:
+    return tallies.tally_ner(*gold_and_predicted_tags(records, predictions))
 
 
 def as_records(X: Sequence) -> list[NerSentence]:
@@ -451,7 +461,7 @@ TASK = TaskSpec(
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"crf": character_crf, "trivial": all_outside}, default_model="crf",
-    predict=predict, score=score, headline=("entity_macro_f1", "char_macro_f1"),
+    predict=predict, score=score, tally=tally, headline=("entity_macro_f1", "char_macro_f1"),
     prediction_example='{"guid": "klue-ner-v1_dev_00001-wikitree", "tags": ["B-PS", "O", "O", ...]}',
     compare=compare,
 )

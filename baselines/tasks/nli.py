@@ -16,7 +16,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.model_selection import GroupKFold
 
 from baselines.linear import OrderedLogisticRegression
-from baselines import hf, scoring
+from baselines import hf, scoring, tallies
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, TrainingDataError, plain_pair, records_from
 from baselines.explain import LinearExplanation
@@ -99,9 +99,17 @@ def targets(records: Sequence[NliExample]) -> list[str]:
     return [record.label for record in records]
 
 
+def scored_labels(records: Sequence[NliExample], predictions: Sequence[dict]) -> tuple[list[str], list[str]]:
+    """Gold and predicted labels in record order, the predictions checked."""
+    return targets(records), check_labels(align_predictions(records, predictions, lambda r: r.guid), "label", LABELS)
+
+
 def score(records: Sequence[NliExample], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
-    predicted = check_labels(align_predictions(records, predictions, lambda r: r.guid), "label", LABELS)
-    return scoring.score_nli(targets(records), predicted)
+    return scoring.score_nli(*scored_labels(records, predictions))
+
+
+def tally(records: Sequence[NliExample], predictions: Sequence[dict], resources: dict) -> tallies.Tally:
+    return tallies.tally_nli(*scored_labels(records, predictions))
 
 
 
@@ -337,7 +345,7 @@ TASK = TaskSpec(
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": inference_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
-    predict=label_predictions, score=score, headline=("accuracy",),
+    predict=label_predictions, score=score, tally=tally, headline=("accuracy",),
     group=lambda record: record.premise,  # a premise's hypotheses share its words: one fold holds them all
     prediction_example='{"guid": "klue-nli-v1_dev_00000", "label": "contradiction"}',
     compare=compare,

@@ -12,7 +12,7 @@ from sklearn.dummy import DummyClassifier
 from sklearn.feature_extraction import DictVectorizer
 
 from baselines.linear import OrderedLogisticRegression
-from baselines import hf, scoring
+from baselines import hf, scoring, tallies
 from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
 from baselines.explain import LinearExplanation
@@ -160,7 +160,10 @@ def check_resource_labels(records: Sequence[ReExample], resources: dict, path: P
                                                          f"({len(relations)} relations)")
 
 
-def score(records: Sequence[ReExample], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
+def scored_relations(records: Sequence[ReExample], predictions: Sequence[dict],
+                     resources: dict) -> tuple[list[str], list[str], np.ndarray | None, list[str]]:
+    """Gold and predicted relations in record order, the predicted probabilities (None unless every
+    prediction has them) and the relation list, the predictions checked."""
     relations = resources["relations"]
     aligned = align_predictions(records, predictions, lambda r: r.guid)
     predicted = check_labels(aligned, "label", relations)
@@ -174,7 +177,15 @@ def score(records: Sequence[ReExample], predictions: Sequence[dict], resources: 
         for prediction in aligned:
             _check_probs(prediction, relations)
         probs = np.array([[p["probs"].get(label, 0.0) for label in relations] for p in aligned], dtype=float)
-    return scoring.score_re(gold, predicted, probs, relations)
+    return gold, predicted, probs, relations
+
+
+def score(records: Sequence[ReExample], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
+    return scoring.score_re(*scored_relations(records, predictions, resources))
+
+
+def tally(records: Sequence[ReExample], predictions: Sequence[dict], resources: dict) -> tallies.Tally:
+    return tallies.tally_re(*scored_relations(records, predictions, resources))
 
 
 def _check_probs(prediction: dict, relations: Sequence[str]) -> None:
@@ -420,7 +431,7 @@ TASK = TaskSpec(
     as_records=as_records, plain_inputs=plain_inputs,
     load_resources=load_resources, targets=targets,
     models={"features-lr": relation_classifier, "trivial": prior_distribution}, default_model="features-lr",
-    predict=label_predictions, score=score, headline=("micro_f1", "auprc"), score_notes=score_notes,
+    predict=label_predictions, score=score, tally=tally, headline=("micro_f1", "auprc"), score_notes=score_notes,
     prediction_example='{"guid": "klue-re-v1_dev_00000", "label": "no_relation", '
                        '"probs": {"no_relation": 0.91, "per:title": 0.02, ...}}',
     compare=compare,

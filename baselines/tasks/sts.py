@@ -17,7 +17,7 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import KFold, cross_val_predict
 from sklearn.preprocessing import normalize
 
-from baselines import scoring
+from baselines import scoring, tallies
 from baselines.dataio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_pair, records_from
 from baselines.params import FOLDS_OR_OFF, ITERATIONS, POSITIVE, SEED, Interval
@@ -101,14 +101,23 @@ def predict(model, records: Sequence[StsExample]) -> list[dict]:
     return [{"guid": r.guid, "score": round(float(min(5.0, max(0.0, v))), 6)} for r, v in zip(records, values)]
 
 
-def score(records: Sequence[StsExample], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
+def scored_similarities(records: Sequence[StsExample], predictions: Sequence[dict]) -> tuple[list, list[float]]:
+    """Gold and predicted scores in record order, the predictions checked."""
     aligned = align_predictions(records, predictions, lambda r: r.guid)
     check_numbers(aligned, "score")
     outside = [p["guid"] for p in aligned if not 0 <= p["score"] <= 5]
     if outside:
         warnings.warn(InputWarning(f"{len(outside)} predicted scores are outside 0-5 (first: "
                                    f"{', '.join(map(str, outside[:3]))}); scored as given, as the official code does"))
-    return scoring.score_sts(targets(records), [float(p["score"]) for p in aligned])
+    return targets(records), [float(p["score"]) for p in aligned]
+
+
+def score(records: Sequence[StsExample], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
+    return scoring.score_sts(*scored_similarities(records, predictions))
+
+
+def tally(records: Sequence[StsExample], predictions: Sequence[dict], resources: dict) -> tallies.Tally:
+    return tallies.tally_sts(*scored_similarities(records, predictions))
 
 
 class TrainingMean(TaskModel, DummyRegressor):
@@ -289,7 +298,7 @@ TASK = TaskSpec(
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"features-gbr": similarity_regressor, "trivial": training_mean}, default_model="features-gbr",
-    predict=predict, score=score, headline=("pearsonr", "f1"),
+    predict=predict, score=score, tally=tally, headline=("pearsonr", "f1"),
     prediction_example='{"guid": "klue-sts-v1_dev_00000", "score": 4.2}',
     compare=compare,
 )

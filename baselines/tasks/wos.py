@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from baselines.linear import OrderedLogisticRegression
-from baselines import scoring
+from baselines import scoring, tallies
 from baselines.dataio import DataError, guid_of, read_json, require, require_list
 from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_row, records_from
 from baselines.explain import linear_top_features
@@ -146,7 +146,9 @@ def check_resource_labels(records: Sequence[WosDialogue], resources: dict, path:
                                                              f"is not in {ONTOLOGY} ({len(slots)} slots)")
 
 
-def score(records: Sequence[WosDialogue], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
+def scored_states(records: Sequence[WosDialogue], predictions: Sequence[dict],
+                  resources: dict) -> tuple[list[list], list[list]]:
+    """Gold and predicted states of the user turns, per dialogue in record order, the predictions checked."""
     aligned = align_predictions(records, predictions, lambda r: r.guid)
     slots = set(resources["ontology"])
     gold, pred = [], []
@@ -159,9 +161,19 @@ def score(records: Sequence[WosDialogue], predictions: Sequence[dict], resources
             unknown = [item for item in state if not isinstance(item, str) or slot_of(item) not in slots]
             if unknown:
                 raise PredictionError(f"prediction {record.guid} has slots outside the ontology: {unknown[:3]}")
-        gold.extend(gold_states)
-        pred.extend(states)
-    return scoring.score_wos(gold, pred)
+        gold.append(gold_states)
+        pred.append(states)
+    return gold, pred
+
+
+def score(records: Sequence[WosDialogue], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
+    gold, pred = scored_states(records, predictions, resources)
+    return scoring.score_wos([state for dialogue in gold for state in dialogue],
+                             [state for dialogue in pred for state in dialogue])
+
+
+def tally(records: Sequence[WosDialogue], predictions: Sequence[dict], resources: dict) -> tallies.Tally:
+    return tallies.tally_wos(*scored_states(records, predictions, resources))
 
 
 class EmptyStateTracker(NothingLearnt, BaseEstimator):
@@ -643,7 +655,7 @@ TASK = TaskSpec(
     plain_inputs=plain_inputs,
     load_resources=load_resources, targets=targets,
     models={"rules-lr": state_tracker, "trivial": empty_state}, default_model="rules-lr",
-    predict=predict, score=score, headline=("joint_goal_accuracy", "slot_f1"),
+    predict=predict, score=score, tally=tally, headline=("joint_goal_accuracy", "slot_f1"),
     prediction_example='{"guid": "wos-v1_dev_00000", "states": [["관광-이름-명동 쇼핑 거리"], [...], ...]}',
     compare=compare,
 )

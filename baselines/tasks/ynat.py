@@ -12,7 +12,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.pipeline import FeatureUnion
 
 from baselines.linear import OrderedLogisticRegression
-from baselines import hf, scoring
+from baselines import hf, scoring, tallies
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, plain_text, records_from
 from baselines.explain import LinearExplanation
@@ -89,9 +89,17 @@ def targets(records: Sequence[YnatExample]) -> list[str]:
     return [record.label for record in records]
 
 
+def scored_labels(records: Sequence[YnatExample], predictions: Sequence[dict]) -> tuple[list[str], list[str]]:
+    """Gold and predicted topics in record order, the predictions checked."""
+    return targets(records), check_labels(align_predictions(records, predictions, lambda r: r.guid), "label", LABELS)
+
+
 def score(records: Sequence[YnatExample], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
-    predicted = check_labels(align_predictions(records, predictions, lambda r: r.guid), "label", LABELS)
-    return scoring.score_ynat(targets(records), predicted)
+    return scoring.score_ynat(*scored_labels(records, predictions))
+
+
+def tally(records: Sequence[YnatExample], predictions: Sequence[dict], resources: dict) -> tallies.Tally:
+    return tallies.tally_ynat(*scored_labels(records, predictions))
 
 
 class MostFrequentTopic(TaskModel, DummyClassifier):
@@ -217,7 +225,7 @@ TASK = TaskSpec(
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": topic_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
-    predict=label_predictions, score=score, headline=("macro_f1",),
+    predict=label_predictions, score=score, tally=tally, headline=("macro_f1",),
     prediction_example='{"guid": "ynat-v1_dev_00000", "label": "사회"}',
     compare=compare,
 )

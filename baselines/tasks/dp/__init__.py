@@ -13,7 +13,7 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils.validation import check_is_fitted
 
 from baselines.linear import OrderedLogisticRegression
-from baselines import hf, scoring
+from baselines import hf, scoring, tallies
 from baselines.dataio import DataError, atomic_output, looks_like_jsonl, read_text, read_tsv_blocks, require
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_text, records_from
 from baselines.explain import linear_top_features
@@ -148,7 +148,9 @@ def predict(model, records: Sequence[DpSentence]) -> list[dict]:
             for record, (heads, deprels) in zip(records, model.predict(records))]
 
 
-def score(records: Sequence[DpSentence], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
+def scored_trees(records: Sequence[DpSentence], predictions: Sequence[dict]) -> tuple[list, list, list, list]:
+    """Gold heads and relations, then predicted ones, per sentence in record order, the predictions
+    checked."""
     aligned = align_predictions(records, predictions, lambda r: r.guid)
     for record, prediction in zip(records, aligned):
         heads, deprels = prediction.get("heads"), prediction.get("deprels")
@@ -168,8 +170,15 @@ def score(records: Sequence[DpSentence], predictions: Sequence[dict], resources:
         raise PredictionError(f"{len(bad)} predictions use relations outside the KLUE-DP set "
                               f"(first: {', '.join(bad[:3])})")
     gold = targets(records)
-    return scoring.score_dp([g[0] for g in gold], [g[1] for g in gold],
-                            [p["heads"] for p in aligned], [p["deprels"] for p in aligned])
+    return [g[0] for g in gold], [g[1] for g in gold], [p["heads"] for p in aligned], [p["deprels"] for p in aligned]
+
+
+def score(records: Sequence[DpSentence], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
+    return scoring.score_dp(*scored_trees(records, predictions))
+
+
+def tally(records: Sequence[DpSentence], predictions: Sequence[dict], resources: dict) -> tallies.Tally:
+    return tallies.tally_dp(*scored_trees(records, predictions))
 
 
 def in_nfc(records: Sequence[DpSentence]) -> list[DpSentence]:
@@ -768,7 +777,7 @@ TASK = TaskSpec(
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"mst": mst_parser, "mst-kiwi": mst_parser_kiwi_pos, "trivial": attach_to_next}, default_model="mst",
-    predict=predict, score=score, headline=("uas_micro_f1", "las_micro_f1", "uas_macro_f1", "las_macro_f1"),
+    predict=predict, score=score, tally=tally, headline=("uas_micro_f1", "las_micro_f1", "uas_macro_f1", "las_macro_f1"),
     predictions_from_path=predictions_from_file, writers={"tsv": write_tsv, "conllu": write_conllu},
     model_for_pos={"gold": "mst", "kiwi": "mst-kiwi"},
     prediction_formats="JSONL with one prediction per line, the official TSV, or CoNLL-U",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from baselines import scoring
+from baselines import scoring, tallies
 from baselines.report import Comparison
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_numbers
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView,
@@ -36,18 +36,37 @@ def predict(model, records: Sequence[MrcQuestion]) -> list[dict]:
 
 def score(records: Sequence[MrcQuestion], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
     aligned = align_predictions(records, predictions, lambda r: r.guid)
-    bad = [p.get("guid") for p in aligned if not isinstance(p.get("answer"), str)]
-    if bad:
-        raise PredictionError(f"{len(bad)} predictions lack a string 'answer' (first: {', '.join(bad[:3])})")
-    gold = {r.guid: answers for r, answers in zip(records, targets(records))}
-    types = {r.guid: r.question_type for r in records if r.question_type is not None}
-    metrics = scoring.score_mrc(gold, {p["guid"]: p["answer"] for p in aligned}, types or None)
+    _check_answers(aligned)
+    gold, answers, types = _scored_answers(records, aligned)
+    metrics = scoring.score_mrc(gold, answers, types)
     if all(isinstance(p.get("best_span"), str) for p in aligned):
         check_numbers(aligned, "belief", optional=True)
         _check_n_best(aligned)
         metrics.update(scoring.mrc_reader_diagnostics(gold, aligned))
         metrics.update(_breakdown(gold, aligned))
     return metrics
+
+
+def _check_answers(aligned: Sequence[dict]) -> None:
+    bad = [p.get("guid") for p in aligned if not isinstance(p.get("answer"), str)]
+    if bad:
+        raise PredictionError(f"{len(bad)} predictions lack a string 'answer' (first: {', '.join(bad[:3])})")
+
+
+def _scored_answers(records: Sequence[MrcQuestion], aligned: Sequence[dict]) -> tuple[dict, dict, dict | None]:
+    """Gold answers, predicted answers and question types (None when no question has one), by question id."""
+    gold = {r.guid: answers for r, answers in zip(records, targets(records))}
+    types = {r.guid: r.question_type for r in records if r.question_type is not None}
+    return gold, {p["guid"]: p["answer"] for p in aligned}, types or None
+
+
+def tally(records: Sequence[MrcQuestion], predictions: Sequence[dict], resources: dict) -> tallies.Tally:
+    """The exact match and ROUGE-W of `score` (the reader's diagnostics are not sums: `compare` scores those
+    resample by resample)."""
+    aligned = align_predictions(records, predictions, lambda r: r.guid)
+    _check_answers(aligned)
+    gold, answers, types = _scored_answers(records, aligned)
+    return tallies.tally_mrc(gold, answers, [r.guid for r in records], types)
 
 
 def _check_n_best(aligned: Sequence[dict]) -> None:
@@ -117,7 +136,7 @@ TASK = TaskSpec(
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"span-ranker": span_ranker, "trivial": empty_answer}, default_model="span-ranker",
-    predict=predict, score=score, headline=("exact_match", "rouge_w"),
+    predict=predict, score=score, tally=tally, headline=("exact_match", "rouge_w"),
     group=lambda record: record.context, predictions_from_json=predictions_from_json,
     prediction_formats="JSONL with one prediction per line, or a {question_id: answer} object",
     prediction_example='{"guid": "klue-mrc-v1_dev_01891", "answer": "뉴 740Li 25주년 에디션"}',
