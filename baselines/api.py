@@ -12,6 +12,7 @@ DataError, PredictionError or UsageError with a one-line message that names the 
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -27,7 +28,7 @@ from baselines.dataio import (DataError, check_output_file, check_output_folder,
                               read_text, write_jsonl_atomic)
 from baselines.parallel import Workers, local_jobs
 from baselines.persistence import save_model
-from baselines.registry import TASK_CODES, all_tasks, get_task
+from baselines.registry import TASK_CODES, all_tasks, get_task, task_code
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 
 PathLike = str | os.PathLike
@@ -42,11 +43,20 @@ def _is_path(value: Any) -> bool:
     return isinstance(value, (str, os.PathLike))
 
 
+def _named_task(function: Callable) -> Callable:
+    """`function` with its first argument, a task name, checked first and read in any case ('YNAT'); an
+    unknown name raises registry.UnknownTask with the closest task."""
+    @functools.wraps(function)
+    def wrapper(task: str, *args: Any, **kwargs: Any) -> Any:
+        return function(task_code(task), *args, **kwargs)
+    return wrapper
+
+
+@_named_task
 def data_file(task: str, split: str = "train", data_dir: PathLike | None = None) -> Path:
     """The path of a task's official 'train' or 'dev' file under data_dir (else $KLUE_DATA_DIR, the download
     cache, or the shipped sample, as `run` looks them up)."""
-    if split not in ("train", "dev"):
-        raise driver.UsageError(f"split must be 'train' or 'dev', not {split!r}")
+    split = _split(split)
     data = locate(task, data_dir)
     path = data.train if split == "train" else data.dev
     if path is None:
@@ -54,6 +64,16 @@ def data_file(task: str, split: str = "train", data_dir: PathLike | None = None)
     return path
 
 
+def _split(name: str) -> str:
+    """'train' or 'dev' for this project's split names and Hugging Face's ('validation' is the dev split)."""
+    split = {"train": "train", "dev": "dev", "validation": "dev"}.get(str(name).lower())
+    if split is None:
+        raise driver.UsageError(f"split must be 'train' or 'dev' ('validation' as Hugging Face calls it), "
+                                f"not {name!r}")
+    return split
+
+
+@_named_task
 def locate(task: str, data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
            log: Log = _quiet) -> driver.TaskData:
     """The files a task uses: `train`/`dev` where given, else those of data_dir, $KLUE_DATA_DIR, the download
@@ -66,12 +86,14 @@ def locate(task: str, data_dir: PathLike | None = None, train: PathLike | None =
     return data
 
 
+@_named_task
 def load(task: str, path: PathLike) -> list:
     """The records of an official file, or of the raw JSONL that `predict` reads (labels where given)."""
     spec = get_task(task)
     return (spec.load_input or spec.load)(Path(path))
 
 
+@_named_task
 def records_from_hf(task: str, rows: Any) -> list:
     """Records of the Hugging Face klue config of the task: a `datasets.Dataset` (its ClassLabel names read
     from its `.features`), or its rows as it gives them (`list(ds)`, `ds.to_list()`: integer labels read in
@@ -84,6 +106,7 @@ def records_from_hf(task: str, rows: Any) -> list:
     return spec.from_hf(hf.named_rows(task, rows, features, where), where)
 
 
+@_named_task
 def load_hub(task: str, split: str = "validation") -> list:
     """The records of a split of the `klue` dataset on the Hugging Face hub, through `datasets.load_dataset`
     (the `hf` extra, and network access to the hub); the conversion is records_from_hf."""
@@ -92,9 +115,11 @@ def load_hub(task: str, split: str = "validation") -> list:
     except ImportError:
         raise driver.UsageError('loading from the Hugging Face hub needs the datasets package: pip install '
                                 '"klue-baselines[hf]"') from None
-    return records_from_hf(task, datasets.load_dataset("klue/klue", hf.SCHEMAS[task].config, split=split))
+    return records_from_hf(task, datasets.load_dataset("klue/klue", hf.SCHEMAS[task].config,
+                                                       split=hf.SPLIT_NAMES[_split(split)]))
 
 
+@_named_task
 def load_xy(task: str, path: PathLike, plain: bool = False) -> tuple[list, list]:
     """(X, y) of a labelled official file, ready for `fit`: X as the task's records, or with plain=True as
     plain inputs (titles, sentence pairs, sentences, raw-row dicts), which every model also takes."""
@@ -104,6 +129,7 @@ def load_xy(task: str, path: PathLike, plain: bool = False) -> tuple[list, list]
     return (spec.plain_inputs(records) if plain else records), spec.targets(records)
 
 
+@_named_task
 def resources(task: str, data_dir: PathLike | None = None, train: PathLike | None = None) -> dict:
     """What a task's models and scorer need besides the data (RE's relation list, WoS's ontology): beside
     `train` when given, else from the data directory, the download cache or the shipped sample."""
@@ -111,6 +137,7 @@ def resources(task: str, data_dir: PathLike | None = None, train: PathLike | Non
     return spec.load_resources(locate(task, data_dir, train=train).extras)
 
 
+@_named_task
 def model_name(task: str, model: str | None = None, pos: str | None = None) -> str:
     """The name of the model to build: `model`, else for `pos` ('gold' or 'kiwi') the model of a task that
     parses with the data's POS or with Kiwi's (DP), else the task's default."""
@@ -126,6 +153,7 @@ def model_name(task: str, model: str | None = None, pos: str | None = None) -> s
     return spec.model_for_pos[pos]
 
 
+@_named_task
 def make_model(task: str, model: str | None = None, *, seed: int = 0, data_dir: PathLike | None = None,
                **params: Any):
     """An unfitted estimator: the task's default model, or `model` ('trivial' for the floor), with `params`
@@ -135,6 +163,7 @@ def make_model(task: str, model: str | None = None, *, seed: int = 0, data_dir: 
     return estimator
 
 
+@_named_task
 def fit(task: str, train: PathLike | Sequence, model: str | None = None, *, seed: int = 0,
         data_dir: PathLike | None = None, log: Log = _quiet, **params: Any):
     """A model fitted on a labelled file (path) or on labelled records. Its resources (RE's relation list,
@@ -154,6 +183,7 @@ def fit(task: str, train: PathLike | Sequence, model: str | None = None, *, seed
     return estimator.fit(X, y)
 
 
+@_named_task
 def training_file(task: str, data_dir: PathLike | None = None, train: PathLike | None = None,
                   log: Log = _quiet) -> Path:
     """The task's training file: `train`, else the data directory's (see `locate`); a UsageError if none."""
@@ -163,6 +193,7 @@ def training_file(task: str, data_dir: PathLike | None = None, train: PathLike |
     return path
 
 
+@_named_task
 def train(task: str, out: PathLike, model: str | None = None, *, data_dir: PathLike | None = None,
           train: PathLike | None = None, seed: int = 0, log: Log = _quiet, **params: Any) -> Path:
     """Fit a model on the task's training file (`train`, else the data directory's) and save it to `out`:
@@ -175,6 +206,7 @@ def train(task: str, out: PathLike, model: str | None = None, *, data_dir: PathL
     return out
 
 
+@_named_task
 def saved_or_fitted(task: str, model_file: PathLike | None = None, model: str | None = None, *,
                     data_dir: PathLike | None = None, train: PathLike | None = None, seed: int = 0,
                     pos: str | None = None, trust_pickle: bool = False, log: Log = _quiet, **params: Any) -> Any:
@@ -190,6 +222,7 @@ def saved_or_fitted(task: str, model_file: PathLike | None = None, model: str | 
                data_dir=data_dir, log=log, **params)
 
 
+@_named_task
 def load_model(task: str, path: PathLike, trust_pickle: bool = False) -> tuple[str, Any]:
     """(model name, model) of a file that `train` wrote. Its header is checked before the model is read, and
     the model after: it must be a fitted estimator of the class that the header's model name makes. A file
@@ -204,6 +237,7 @@ def _input_records(spec: TaskSpec, inputs: PathLike | Sequence) -> list:
     return load(spec.code, inputs) if _is_path(inputs) else spec.as_records(list(inputs))
 
 
+@_named_task
 def predict(task: str, model: Any, inputs: PathLike | Sequence) -> list[dict]:
     """Prediction rows as `predict` writes them (one dict per input, keyed by guid, with the input and any
     gold label beside the prediction; plain inputs are named 'input-N'). `inputs` is a file, records, or
@@ -213,6 +247,7 @@ def predict(task: str, model: Any, inputs: PathLike | Sequence) -> list[dict]:
     return driver.with_inputs(spec, records, spec.predict(model, records))
 
 
+@_named_task
 def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *, model_file: PathLike | None = None,
                  model: str | None = None, data_dir: PathLike | None = None, train: PathLike | None = None,
                  seed: int = 0, pos: str | None = None, output_format: str = "jsonl", trust_pickle: bool = False,
@@ -230,6 +265,12 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
     if output is not None:
         check_output_file(Path(output), [Path(inputs), model_file, train])
     records = load(task, inputs)  # read before any training: a bad input fails at once
+    if model_file is None and model is None and pos is None and "kiwi" in spec.model_for_pos \
+            and not all(word.pos for record in records for word in record.words):
+        # Raw text has no POS of its own: the parser trained on Kiwi's tags reads it as it was trained.
+        pos = "kiwi"
+        log(f"{task}: the input has no POS tags, so Kiwi tags it: using {spec.model_for_pos[pos]}, the model trained "
+            f"on Kiwi's tags (--pos gold for the one trained on the data's own)")
     estimator = saved_or_fitted(task, model_file, model, data_dir=data_dir, train=train, seed=seed, pos=pos,
                                 trust_pickle=trust_pickle, log=log, **params)
     rows = driver.with_inputs(spec, records, spec.predict(estimator, records))
@@ -242,6 +283,7 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
     return rows
 
 
+@_named_task
 def check_explainable(task: str, model: Any, per_input: bool = False) -> None:
     """A UsageError unless `model` (fitted or not) can show its features, and with per_input, explain single
     inputs: checked before any training."""
@@ -253,6 +295,7 @@ def check_explainable(task: str, model: Any, per_input: bool = False) -> None:
                                 f"{type(model).__name__} shows only what it learnt (leave out --input)")
 
 
+@_named_task
 def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence | None = None,
             per_input: int = 5) -> dict:
     """What a fitted model learnt: its strongest features per class or label, `top_k` each (see
@@ -274,6 +317,7 @@ def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence 
     return explanation
 
 
+@_named_task
 def evaluate(task: str, model: str | Any = None, *, model_file: PathLike | None = None,
              data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
              cv: int = 0, seed: int = 0, jobs: int = 1, backend: str = "loky", trust_pickle: bool = False,
@@ -307,7 +351,7 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
     `command` is recorded as the command that produced the results (`reproduce` reruns it). With cv, `jobs`
     folds are fitted at once on the joblib `backend` (the scores do not change)."""
     workers = Workers(jobs, backend)
-    codes = list(tasks) or list(TASK_CODES)
+    codes = [task_code(task) for task in tasks] or list(TASK_CODES)
     if (train or dev) and len(codes) != 1:
         raise driver.UsageError("--train and --dev name one task's files: give exactly one task")
     if params and len(codes) != 1:
@@ -349,6 +393,7 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
     return records
 
 
+@_named_task
 def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1), model: str | None = None, *,
                    data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
                    cv: int = 0, seed: int = 0, results_dir: PathLike | None = None,
@@ -385,6 +430,7 @@ def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1),
     return report
 
 
+@_named_task
 def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, folds: int = 3,
          data_dir: PathLike | None = None, train: PathLike | None = None, seed: int = 0,
          results_dir: PathLike = "results", command: str | None = None, jobs: int = 1, backend: str = "loky",
@@ -420,6 +466,7 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     return report, path
 
 
+@_named_task
 def read_predictions(task: str, path: PathLike) -> list[dict]:
     """A prediction file in any format `score` reads: JSONL keyed by guid, or the task's whole-file
     alternative (MRC's {question_id: answer} object, DP's official TSV)."""
@@ -457,6 +504,7 @@ def _prediction_rows(spec: TaskSpec, predictions: PathLike | Sequence[dict] | di
     return list(predictions)
 
 
+@_named_task
 def score(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict, *,
           data_dir: PathLike | None = None) -> dict[str, float]:
     """The official metrics (x100) and their breakdowns. `gold` is a labelled file or labelled records;
@@ -494,6 +542,7 @@ def _checked(spec: TaskSpec, records: list, resources: dict, predictions: PathLi
         raise
 
 
+@_named_task
 def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequence[dict] | dict,
             predictions_b: PathLike | Sequence[dict] | dict, *, resamples: int = 1000, seed: int = 0, jobs: int = 1,
             metrics: Sequence[str] | None = None, data_dir: PathLike | None = None,
@@ -524,6 +573,7 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
         ("gold", gold), ("a", predictions_a), ("b", predictions_b)) if _is_path(value)}, **compared}
 
 
+@_named_task
 def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict, *,
            errors: int = 10, data_dir: PathLike | None = None, plots_dir: PathLike | None = None) -> dict:
     """A teaching report: the official metrics; per class (a topic, an entity type, a relation) precision,
@@ -605,11 +655,13 @@ def results_figure(runs: PathLike | Sequence[dict], folder: PathLike) -> Path:
     return plots.results_chart(rows, folder / "results.png")
 
 
+@_named_task
 def task_spec(task: str) -> TaskSpec:
     """The task's declaration: files, models, metrics, formats (see baselines.taskspec)."""
     return get_task(task)
 
 
+@_named_task
 def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | None = None, *,
           data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
           seed: int = 0, results_dir: PathLike = "results", plots_dir: PathLike | None = None,
@@ -639,7 +691,7 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
     `at_once` at a time, and compare their predictions row by row. Written to results_dir/determinism.json
     (default ./results; with the shipped sample, only where results_dir is given) in place of the earlier
     reports on the same tasks (see determinism.merged_file). Returns the report and its path."""
-    codes = list(tasks) or list(TASK_CODES)
+    codes = [task_code(task) for task in tasks] or list(TASK_CODES)
     if (train or dev or params) and len(codes) != 1:
         raise driver.UsageError("--train, --dev and --param are one task's: give exactly one task")
     task_data = {code: locate(code, data_dir, train, dev, log) for code in codes}

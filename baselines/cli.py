@@ -17,13 +17,13 @@ from baselines import api, datafiles, driver, parallel, reproduce, results, sign
 from baselines.dataio import DataError, check_output_file, check_output_folder, write_json_atomic
 from baselines.estimators import TrainingDataError
 from baselines.persistence import ModelFileError
-from baselines.registry import TASK_CODES, all_tasks, get_task
+from baselines.registry import TASK_CODES, UnknownTask, all_tasks, get_task, task_code
 from baselines.taskspec import PredictionError
 from features import analysis
 from features.embeddings import EmbeddingFileError
 
 KNOWN_ERRORS = (DataError, PredictionError, ModelFileError, datafiles.DownloadError, driver.UsageError,
-                parallel.BackendError, results.SampleOverResults, TrainingDataError, EmbeddingFileError)
+                parallel.BackendError, results.SampleOverResults, TrainingDataError, EmbeddingFileError, UnknownTask)
 
 
 def friendly_errors(command: Callable) -> Callable:
@@ -67,7 +67,22 @@ def console(ctx: click.Context) -> Console:
     return ctx.find_object(Console)
 
 
-task_argument = click.argument("task", type=click.Choice(TASK_CODES))
+class TaskName(click.ParamType):
+    """A task code in any case; an unknown one fails with the closest code."""
+    name = "task"
+
+    def get_metavar(self, *args, **kwargs) -> str:
+        return "{" + "|".join(TASK_CODES) + "}"
+
+    def convert(self, value, param, ctx):
+        try:
+            return task_code(value)
+        except UnknownTask as error:
+            self.fail(str(error), param, ctx)
+
+
+# Eager: the task is checked before any file option, so a misspelt task is what the user hears about.
+task_argument = click.argument("task", type=TaskName(), is_eager=True)
 data_dir_option = click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
                                help="Folder with the KLUE files (default: $KLUE_DATA_DIR, then the download "
                                     "cache, then the shipped sample).")
@@ -179,7 +194,7 @@ def tasks(data_dir: Path | None) -> None:
 
 
 @main.command()
-@click.argument("task_codes", nargs=-1, type=click.Choice(TASK_CODES))
+@click.argument("task_codes", nargs=-1, type=TaskName(), is_eager=True)
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Target folder (default: $KLUE_DATA_DIR, else the per-user cache).")
 @click.option("--mirror", default=None, help="Base URL of a copy with the official layout <folder>/<file>.")
@@ -348,7 +363,7 @@ def explain(ctx, task: str, model_path, trust_pickle: bool, top_k: int, input_pa
 
 
 @main.command()
-@click.argument("task_codes", nargs=-1, type=click.Choice(TASK_CODES))
+@click.argument("task_codes", nargs=-1, type=TaskName(), is_eager=True)
 @evaluation_options
 @pos_option
 @click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -410,7 +425,7 @@ def bench() -> None:
 
 
 @bench.command("analysis")
-@click.argument("task_codes", nargs=-1, type=click.Choice(TASK_CODES))
+@click.argument("task_codes", nargs=-1, type=TaskName(), is_eager=True)
 @click.option("--data-dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
               help="Folder of KLUE files: every file of the tasks' folders is read, partial copies included.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Use only the first N distinct texts.")
@@ -498,7 +513,7 @@ def bench_scale_command(ctx, task: str, sizes: list[float], model_name, data_dir
 
 
 @bench.command("determinism")
-@click.argument("task_codes", nargs=-1, type=click.Choice(TASK_CODES))
+@click.argument("task_codes", nargs=-1, type=TaskName(), is_eager=True)
 @model_name_option
 @param_option
 @data_dir_option
@@ -658,7 +673,7 @@ def _p_value(p_value: float | None, resamples: int) -> str:
 
 
 @main.command("reproduce")
-@click.argument("task_codes", nargs=-1, type=click.Choice(TASK_CODES))
+@click.argument("task_codes", nargs=-1, type=TaskName(), is_eager=True)
 @click.option("--results-dir", type=click.Path(file_okay=False, exists=True, path_type=Path), default=Path("results"),
               show_default=True, help="The committed results; their commands run from the folder that holds it.")
 @click.pass_context

@@ -17,7 +17,7 @@ import baselines
 from baselines import datafiles, hf, memory, parallel, tuning
 from baselines.dataio import DataError, file_sha256
 from baselines.params import check_hyper_parameters
-from baselines.registry import get_task
+from baselines.registry import did_you_mean, get_task
 from baselines.results import jsonable_scores
 from baselines.taskspec import TaskSpec, repeated
 from features import analysis
@@ -166,7 +166,9 @@ def build_model(task: TaskSpec, model_name: str | None, seed: int, resources: di
 def check_params(name: str, model, names) -> None:
     unknown = set(names) - set(model.get_params())
     if unknown:
-        raise UsageError(f"{name} has no hyper-parameters {sorted(unknown)}; it has {sorted(model.get_params())}")
+        hints = "".join(did_you_mean(parameter, sorted(model.get_params())) for parameter in sorted(unknown))
+        raise UsageError(f"{name} has no hyper-parameters {sorted(unknown)}{hints}; "
+                         f"it has {sorted(model.get_params())}")
 
 
 def check_values(name: str, model) -> None:

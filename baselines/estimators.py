@@ -60,6 +60,14 @@ class TaskModel:
         check_hyper_parameters(self)
         return self._records(X)
 
+    def _check_min_df(self, records: Sequence, unit: str) -> None:
+        """A TrainingDataError naming min_df when fewer records than min_df are given: no term could be kept,
+        and scikit-learn's vectoriser would only say 'max_df corresponds to < documents than min_df'."""
+        if len(records) < self.min_df:
+            raise TrainingDataError(f"min_df={self.min_df} keeps only the terms of at least {self.min_df} training "
+                                    f"{unit}, and there are {len(records)}: give more, or a lower min_df "
+                                    f"(--param min_df=1)")
+
     def _fitted_records(self, X: Sequence) -> list:
         """X as records, after checking that the model was fitted (NotFittedError otherwise)."""
         check_is_fitted(self)

@@ -8,6 +8,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from baselines.estimators import TrainingDataError
 from baselines.params import ITERATIONS, POSITIVE, StrOptions, check_hyper_parameters
 
 # scikit-learn's lbfgs hands its vectors to SciPy's L-BFGS-B, whose dot products are BLAS calls: another
@@ -73,7 +74,9 @@ class OrderedLogisticRegression(ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
-            raise ValueError(f"needs samples of at least 2 classes, got {len(self.classes_)}")
+            # A TrainingDataError (a ValueError, as scikit-learn raises): the CLI shows it as one line.
+            raise TrainingDataError(f"a classifier needs training records of at least 2 classes; all "
+                                    f"{len(y)} are {str(self.classes_[0])!r}")
         weights = self._sample_weights(codes, sample_weight)
         X = sparse.csr_matrix(X)  # dense rows too: a dense product would be a BLAS call
         classes = len(self.classes_)

@@ -1,6 +1,7 @@
 """The task registry: task code -> its TaskSpec (loader, models, scorer, headline metrics)."""
 from __future__ import annotations
 
+import difflib
 import importlib
 
 from baselines.taskspec import TaskSpec
@@ -8,10 +9,29 @@ from baselines.taskspec import TaskSpec
 TASK_CODES = ("ynat", "sts", "nli", "ner", "re", "dp", "mrc", "wos")
 
 
-def get_task(code: str) -> TaskSpec:
+class UnknownTask(ValueError):
+    """A task name that is none of TASK_CODES, with the closest one where there is one."""
+
+
+def did_you_mean(name: str, known: list[str] | tuple[str, ...]) -> str:
+    """' (did you mean X?)' for the closest of `known` to `name`, compared without case; '' when none is
+    close."""
+    by_folded = {option.lower(): option for option in known}
+    close = difflib.get_close_matches(name.lower(), list(by_folded), n=1, cutoff=0.5)
+    return f" (did you mean {by_folded[close[0]]}?)" if close else ""
+
+
+def task_code(name: str) -> str:
+    """The task code that `name` spells, in any case ('YNAT' -> 'ynat'); UnknownTask otherwise."""
+    code = str(name).strip().lower()
     if code not in TASK_CODES:
-        raise KeyError(f"unknown task {code!r}; the tasks are {', '.join(TASK_CODES)}")
-    return importlib.import_module(f"baselines.tasks.{code}").TASK
+        raise UnknownTask(f"unknown task {name!r}{did_you_mean(str(name), TASK_CODES)}; "
+                          f"the tasks are {', '.join(TASK_CODES)}")
+    return code
+
+
+def get_task(code: str) -> TaskSpec:
+    return importlib.import_module(f"baselines.tasks.{task_code(code)}").TASK
 
 
 def all_tasks() -> list[TaskSpec]:

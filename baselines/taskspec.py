@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from baselines import hf
+from baselines import formats, hf
 from baselines.dataio import DataError, read_jsonl
 from baselines.report import Comparison
 
@@ -83,6 +83,10 @@ class TaskSpec:
             if self.load_input is not None:
                 object.__setattr__(self, "load_input", hf.readable(self.code, self.load_input, self.from_hf,
                                                                    raw_jsonl=True))
+        # A file of another task's format is named as such, not only as malformed.
+        object.__setattr__(self, "load", formats.naming_other_task(self.code, self.load))
+        if self.load_input is not None:
+            object.__setattr__(self, "load_input", formats.naming_other_task(self.code, self.load_input))
 
     def official_files(self) -> tuple[str, ...]:
         names = (self.train_file,) if self.train_file else ()

@@ -219,3 +219,18 @@ def test_learnt_structure_keeps_predictions_to_the_training_trees_shape():
     left.words[1].head = 1
     mixed = MstParser(epochs=1, dimension=2 ** 16).fit(train + [left], targets(train + [left]))
     assert not mixed.head_final_ and mixed.projective_
+
+
+def test_predict_dp_on_raw_text_uses_and_names_the_parser_trained_on_kiwi_tags(tmp_path):
+    from baselines import api
+
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text('{"guid": "s1", "text": "학생이 책을 도서관에서 봤다."}\n', encoding="utf-8")
+    said = []
+    rows = api.predict_file("dp", raw, log=said.append)
+    assert any("the input has no POS tags" in line and "using mst-kiwi" in line for line in said), said
+    assert any("fitting mst-kiwi" in line for line in said), said
+    assert rows == api.predict_file("dp", raw, pos="kiwi")
+    said.clear()
+    api.predict_file("dp", raw, pos="gold", log=said.append)
+    assert any("fitting mst " in line for line in said) and not any("no POS tags" in line for line in said), said

@@ -25,6 +25,7 @@ from baselines import api, determinism, driver, hf, persistence, results
 from baselines.cli import main
 from baselines.dataio import DataError, atomic_output, write_json_atomic, write_jsonl_atomic
 from baselines.datafiles import official_manifest, sample_dir
+from baselines.estimators import TrainingDataError
 from baselines.persistence import ModelFileError, load_model, read_metadata
 from baselines.registry import TASK_CODES, get_task
 from features.analysis import MorphemeAnalyzer
@@ -956,3 +957,40 @@ def test_protocols_are_named_from_what_was_read_not_from_file_names(tmp_path, mo
     code, output = cli("run", "ynat", "--model", "trivial", "--train", sample_file("ynat", "train"), "--dev",
                        named_as_official, "--results-dir", tmp_path / "results")
     assert code == 0 and "sample" in output  # the sample's bytes, however named, stay the sample
+
+
+def test_a_misspelt_or_capitalised_task_name_is_found_before_any_file():
+    line = refused("predict", "ynta", "--input", "no-such-file.json")
+    assert "unknown task 'ynta' (did you mean ynat?)" in line and "no-such-file" not in line
+    code, output = cli("run", "YNAT", "--model", "trivial", "--results-dir", "/nonexistent-dir-for-test/results")
+    assert "unknown task" not in output
+    assert api.data_file("YNAT", "validation") == api.data_file("ynat", "dev")
+    with pytest.raises(ValueError, match=r"unknown task 'ynta' \(did you mean ynat\?\)"):
+        api.make_model("ynta")
+    assert get_task("NLI") is get_task("nli")
+
+
+def test_a_hyper_parameter_typo_gets_the_closest_name():
+    line = refused("run", "ynat", "--param", "c=2")
+    assert "no hyper-parameters ['c'] (did you mean C?)" in line
+
+
+@pytest.mark.parametrize("task, other, named", [("ynat", "nli", "an NLI file"), ("nli", "ynat", "a YNAT file"),
+                                                ("ner", "dp", "a DP file"), ("mrc", "wos", "a WoS file"),
+                                                ("sts", "re", "an RE file"), ("wos", "mrc", "an MRC file")])
+def test_a_file_of_another_tasks_format_says_whose_it_is(task, other, named):
+    with pytest.raises(DataError, match=f"this looks like {named}, and the task is"):
+        api.load(task, sample_file(other))
+    line = refused("score", task, "--gold", sample_file(other), "--predictions", sample_file(other))
+    assert f"this looks like {named}" in line
+
+
+def test_too_few_titles_for_min_df_or_a_single_topic_name_the_cause(tmp_path):
+    titles = json.loads(sample_file("ynat", "train").read_text(encoding="utf-8"))
+    with pytest.raises(TrainingDataError, match=r"min_df=2 .* there are 1: .*--param min_df=1"):
+        api.fit("ynat", api.records_from_hf("ynat", titles[:1]))
+    one_topic = [row for row in titles if row["label"] == titles[0]["label"]][:4]
+    train = tmp_path / "ynat-v1.1_train.json"
+    train.write_text(json.dumps(one_topic, ensure_ascii=False), encoding="utf-8")
+    line = refused("run", "ynat", "--train", train, "--dev", sample_file("ynat"), "--results-dir", tmp_path)
+    assert f"all 4 are '{titles[0]['label']}'" in line

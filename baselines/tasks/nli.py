@@ -264,6 +264,7 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
 
     def fit(self, X: Sequence, y: Sequence[str]) -> "InferenceClassifier":
         records = self._fit_records(X)
+        self._check_min_df(records, "pairs")
         premises = len({r.premise for r in records})
         if self.stack_folds >= 2 and premises < self.stack_folds:
             raise TrainingDataError(f"stack_folds={self.stack_folds} needs at least {self.stack_folds} premises "

@@ -187,6 +187,7 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
 
     def fit(self, X: Sequence, y: Sequence[str]) -> "TopicClassifier":
         records = self._fit_records(X)
+        self._check_min_df(records, "titles")
         self.vectorizer_ = self._features()
         features = self.vectorizer_.fit_transform(self._analyses(records))
         self.classifier_ = OrderedLogisticRegression(C=self.C, max_iter=self.max_iter, class_weight=self.class_weight)

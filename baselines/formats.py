@@ -1,0 +1,51 @@
+"""Which KLUE task's format a file looks like, from its first bytes: errors then name the mix-up."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Callable
+
+from baselines.dataio import DataError
+
+# Field names or header words that only one task's files (official, raw input or Hugging Face export) carry,
+# tried in this order: MRC and YNAT both have a "title", WoS turns and RE records both a "sentence".
+SIGNS = (("mrc", ('"paragraphs"', '"qas"', '"context"')), ("wos", ('"dialogue"',)), ("re", ('"subject_entity"',)),
+         ("nli", ('"premise"',)), ("sts", ('"sentence1"',)), ("ynat", ('"title"',)),
+         ("ner", ("NE_TAG", "## klue-ner", '"ner_tags"')), ("dp", ("DEPREL", "## klue-dp", '"deprel"')))
+PEEK_BYTES = 65536
+
+
+def looks_like(path: Path) -> str | None:
+    """The task whose format the file's first 64 KB show, or None (a folder, an unreadable or unknown file)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(PEEK_BYTES).decode("utf-8", errors="ignore")
+    except OSError:
+        return None
+    return next((task for task, signs in SIGNS if any(sign in head for sign in signs)), None)
+
+
+def _display(task: str) -> str:
+    return "WoS" if task == "wos" else task.upper()
+
+
+def _with_article(task: str) -> str:
+    """'a YNAT', 'an NLI', 'a WoS': the article as the name is read out, letter by letter for an acronym
+    (the letters listed are those whose names start with a vowel sound: en, em, es, ar...)."""
+    name = _display(task)
+    return f"{'an' if name[0] in 'AEFHILMNORSX' and task not in ('ynat', 'wos') else 'a'} {name}"
+
+
+def naming_other_task(code: str, read: Callable) -> Callable:
+    """`read` (a task's loader), whose DataError on a file of another task's format says which task that is."""
+    @functools.wraps(read)
+    def reading(path, *args, **kwargs):
+        try:
+            return read(path, *args, **kwargs)
+        except DataError as error:
+            other = looks_like(Path(path))
+            if other is not None and other != code:
+                raise DataError(error.path, error.where, f"{error.problem} (this looks like {_with_article(other)} "
+                                                         f"file, and the task is {_display(code)})") from None
+            raise
+    return reading
