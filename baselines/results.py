@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import math
 import os
@@ -24,11 +25,51 @@ ANCHORS = {
     "nli": {"accuracy": (73.20, 89.17)},
     "ner": {"entity_macro_f1": (76.50, 85.00), "char_macro_f1": (89.23, 91.86)},
     "re": {"micro_f1": (57.88, 71.13), "auprc": (53.82, 72.98)},
-    "dp": {"uas_micro_f1": (90.30, 93.48), "las_micro_f1": (86.66, 88.36),
-           "uas_macro_f1": (90.30, 93.48), "las_macro_f1": (86.66, 88.36)},
+    # KLUE publishes DP as UAS and LAS without saying micro or macro: the anchors stand beside the micro rows
+    # (attachment accuracy, what UAS and LAS usually mean), and the macro rows have none.
+    "dp": {"uas_micro_f1": (90.30, 93.48), "las_micro_f1": (86.66, 88.36)},
     "mrc": {"exact_match": (44.66, 75.58), "rouge_w": (55.92, 80.59)},
     "wos": {"joint_goal_accuracy": (35.46, 50.22), "slot_f1": (88.63, 92.23)},
 }
+
+
+# What each protocol name (driver.protocol_name) means. Only `official` is the design of published numbers
+# (which are test scores: ours are dev scores either way).
+PROTOCOLS = {
+    "official": "train on the whole official train file, score the whole official dev file",
+    "official-partial-train": "train on part of the official train file (its record count is in the row's JSON), "
+                              "score the whole dev file",
+    "train+dev-crossfit": "K-fold cross-fitting over the dev file: each fold is predicted by a model trained on the "
+                          "train file plus the other dev folds; all dev predictions are scored together",
+    "partial-train+dev-crossfit": "as train+dev-crossfit, with part of the official train file",
+    "dev-crossfit": "K-fold cross-fitting over the dev file alone (folds split by passage or dialogue where records "
+                    "share one): each fold is predicted by a model trained on the other folds",
+}
+PARTIAL_DEV = "-partial-dev"  # a suffix: scored on part of the dev file
+
+
+def protocol_meaning(protocol: str) -> str:
+    """A protocol name in words (PROTOCOLS, and the -partial-dev suffix)."""
+    base = protocol[:-len(PARTIAL_DEV)] if protocol.endswith(PARTIAL_DEV) else protocol
+    meaning = PROTOCOLS.get(base, "not one of this project's protocols")
+    return meaning + ("; scored on part of the dev file only" if base != protocol else "")
+
+
+def comparable(run: dict) -> bool:
+    """Whether a run follows the design of published KLUE numbers: the official protocol, on files with the
+    official records (a reconstructed copy counts; see protocol_cell)."""
+    return run.get("protocol") == "official"
+
+
+def protocol_cell(run: dict | None) -> str:
+    """A run's protocol for a table: '†' after one that published numbers do not follow (partial files, dev
+    cross-fitting), '‡' after one whose files hold the official records but are not the official bytes."""
+    if not run:
+        return "-"
+    marks = "" if comparable(run) else " †"
+    if any(entry.get("identical_to_official") is False for entry in run.get("files", [])):
+        marks += " ‡"
+    return f"{run.get('protocol', '-')}{marks}"
 
 
 def task_file(results_dir: Path, task: str) -> Path:
@@ -187,7 +228,7 @@ def table_rows(runs_by_task: dict[str, dict]) -> list[list[str]]:
     return [[entry["task"], entry["metric"], _run_cell(entry["floor_run"], entry["metric"]),
              _run_cell(entry["ours_run"], entry["metric"]),
              *("-" if anchor is None else format_score(anchor) for anchor in (entry["mbert"], entry["roberta"])),
-             (entry["ours_run"] or entry["floor_run"] or {}).get("protocol", "-")]
+             protocol_cell(entry["ours_run"] or entry["floor_run"])]
             for entry in headline_runs(runs_by_task)]
 
 
@@ -209,13 +250,36 @@ def all_runs(results_dir: Path) -> dict[str, dict]:
     return {task.code: load_task_results(results_dir, task.code)["runs"] for task in all_tasks()}
 
 
-HEADER = ["task", "metric", "trivial floor", "klue-baselines", "mBERT-base", "KLUE-RoBERTa-large", "protocol"]
+HEADER = ["task", "metric", "trivial floor (dev)", "klue-baselines (dev)", "mBERT-base (test)",
+          "KLUE-RoBERTa-large (test)", "protocol"]
+TABLE_NOTES = [
+    "Ours and the floors are scores on the KLUE v1.1 dev files; the anchors are the published test-set scores of "
+    "neural models (KLUE README). † marks a protocol that published numbers do not follow (part of a file, or "
+    "cross-fitting over dev): not comparable with them. ‡ marks files that hold the official records but not its "
+    "exact bytes (a reconstructed copy; each file's sha256 is in the row's JSON).",
+    "KLUE publishes DP as UAS and LAS without saying micro or macro: its anchors stand beside the micro rows "
+    "(attachment accuracy), and the macro rows have none.",
+    f"{UNDEFINED}: the metric is undefined for that run, as in the official code: Pearson r of a constant "
+    "prediction divides 0 by 0. The STS floor predicts the mean training score (2.22), below the 3.0 threshold, so "
+    "it calls every pair dissimilar and its F1 is 0; calling every pair similar would score F1 59.54 on dev, but a "
+    "floor fitted on train does not do that.",
+]
 
 
 def markdown_table(rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
     return "\n".join(lines)
+
+
+def protocol_section(runs_by_task: dict[str, dict]) -> list[str]:
+    """What each protocol in the tables means, in this repository (not only in the data's README)."""
+    used = sorted({record.get("protocol") for runs in runs_by_task.values() for record in runs.values()} - {None})
+    if not used:
+        return []
+    return ["## Protocols", "", "| protocol | meaning | comparable with published numbers |", "|---|---|---|",
+            *(f"| {name} | {protocol_meaning(name)} | {'yes (as design: ours are dev scores)' if name == 'official' else 'no'} |"
+              for name in used), ""]
 
 
 START_MARK, END_MARK = "<!-- results:start -->", "<!-- results:end -->"
@@ -330,24 +394,32 @@ def regenerate_readme(results_dir: Path) -> Path:
             suite_seconds += seconds if model == defaults[code] else 0.0
             workers = (record.get("workers") or {}).get("peak_rss_mb")
             peak = memory_cell(record.get("peak_rss_mb")) + (f" (workers {memory_cell(workers)})" if workers else "")
-            commands.append(f"| {code} | {model} | `{record.get('command', '?')}` | {record.get('protocol')} | "
-                            f"{seconds:.1f} | {peak} |")
+            commit = (record.get("code") or {}).get("git_commit") or "not recorded"
+            commands.append(f"| {code} | {model} | `{record.get('command', '?')}` | {commit[:7]} | "
+                            f"{protocol_cell(record)} | {seconds:.1f} | {peak} |")
+    commits = sorted({(record.get("code") or {}).get("git_commit", "")[:7] for runs in runs_by_task.values()
+                      for record in runs.values()} - {""})
+    from baselines.driver import code_version  # the driver records runs through this module
+
+    writer = code_version()
+    head = (writer.get("git_commit") or "")[:7] + (" with local changes" if writer.get("git_dirty") else "")
+    provenance = (f"Written on {datetime.date.today().isoformat()} by the code at "
+                  f"{head or 'source ' + writer.get('source_sha256', '?')[:12]}; the rows come from commits "
+                  f"{', '.join(commits) or 'not recorded'} (each row's own is in the second table).")
     text = "\n".join([
         "# Results",
         "",
         "Generated by `klue-baselines run` from the JSON files beside this one; do not edit by hand.",
-        "Scores are x100 on the KLUE v1.1 dev files (protocols: ../shared/klue/README.md, or the README of",
-        "this project). Anchors are the published KLUE test-set scores of neural models.",
+        f"Scores are x100. {provenance}",
         "",
         markdown_table(table_rows(runs_by_task)),
         "",
-        f"{UNDEFINED}: the metric is undefined for that run, as in the official code: Pearson r of a constant "
-        "prediction (the STS floor) divides 0 by 0.",
-        "",
+        *[line for note in TABLE_NOTES for line in (note, "")],
+        *protocol_section(runs_by_task),
         "## How each row was produced",
         "",
-        "| task | model | command | protocol | seconds | peak RSS (MiB) |",
-        "|---|---|---|---|---|---|",
+        "| task | model | command | commit | protocol | seconds | peak RSS (MiB) |",
+        "|---|---|---|---|---|---|---|",
         *commands,
         "",
         f"Summed seconds: {suite_seconds:.1f} for the suite (each task's default model), {all_seconds:.1f} for every "
@@ -366,7 +438,8 @@ def regenerate_readme(results_dir: Path) -> Path:
         handle.write(text)
     if not any(record.get("sample") for runs in runs_by_task.values() for record in runs.values()):
         # Only tables of KLUE results go into the project README; sample scores stay in their own folder.
-        update_project_readme(results_dir.resolve().parent / "README.md", markdown_table(table_rows(runs_by_task)))
+        update_project_readme(results_dir.resolve().parent / "README.md",
+                              markdown_table(table_rows(runs_by_task)) + "\n\n" + "\n\n".join(TABLE_NOTES[:2]))
         draw_results_figure(results_dir, runs_by_task)
         if scales is not None:
             update_project_readme(results_dir.resolve().parent / "README.md", scales, (SCALE_START, SCALE_END),

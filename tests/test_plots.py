@@ -149,3 +149,26 @@ def test_a_missing_extra_is_one_line_before_any_work(tmp_path, monkeypatch):
     assert result.output.startswith("Error: ") and 'pip install "klue-baselines[plots]"' in result.output
     assert len(result.output.strip().splitlines()) == 1
     assert not (tmp_path / "figures").exists()
+
+
+def test_the_results_tables_can_be_cited(tmp_path):
+    """Ours marked dev and the anchors test; protocols that published numbers do not follow, and copies that
+    are not the official bytes, marked; the protocols defined here; DP's anchors once; the commit named."""
+    from conftest import REPO
+    from baselines import __version__
+    runs = api.results.all_runs(REPO / "results")
+    table = api.results.markdown_table(api.results.table_rows(runs))
+    assert "klue-baselines (dev)" in table and "mBERT-base (test)" in table and "KLUE-RoBERTa-large (test)" in table
+    rows = {(row[0], row[1]): row for row in api.results.table_rows(runs)}
+    assert rows["nli", "accuracy"][-1] == "official"
+    assert rows["mrc", "exact_match"][-1].endswith("†") and rows["ner", "char_macro_f1"][-1].endswith("†")
+    copied = runs["ynat"]["tfidf-lr"]["files"][0]["identical_to_official"] is False
+    assert rows["ynat", "macro_f1"][-1].endswith("‡") == copied
+    assert rows["dp", "uas_micro_f1"][4] == "90.30" and rows["dp", "uas_macro_f1"][4:6] == ["-", "-"]
+    written = (REPO / "results" / "README.md").read_text(encoding="utf-8")
+    assert "protocols: ../shared" not in written and "## Protocols" in written and "Written on " in written
+    for protocol in {row[-1].split()[0] for row in rows.values()}:
+        assert f"| {protocol} | {api.results.protocol_meaning(protocol)} |" in written
+    assert "F1 59.54" in written  # the STS floor's two readings, explained
+    citation = (REPO / "CITATION.cff").read_text(encoding="utf-8")
+    assert f"version: {__version__}" in citation and "KLUE: Korean Language Understanding Evaluation" in citation
