@@ -582,6 +582,11 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
     its figures are drawn there too (see report_figures) and listed under 'figures'."""
     spec = get_task(task)
     plots_dir = _figures_folder(plots_dir)
+    if plots_dir is not None:
+        earlier = [path.name for path in report_figure_paths(plots_dir, task) if path.exists()]
+        if earlier:  # checked before any work, and never overwritten: they may be another run's figures
+            raise driver.UsageError(f"{plots_dir} already holds {', '.join(earlier)} from an earlier report: give "
+                                    f"another --plots folder, or remove them")
     records, rows, metrics = _scored(spec, gold, predictions, data_dir)
     aligned = align_predictions(records, rows, spec.record_id)
     comparison = spec.compare(records, aligned)
@@ -593,6 +598,7 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
         built["groups"] = {"by": comparison.group_by, "rows": comparison.groups}
     built["errors"] = teaching.worst_errors(comparison, [spec.record_id(r) for r in records],
                                             spec.plain_inputs(records), errors)
+    built["errors_ranked_by"] = comparison.ranked_by
     if plots_dir is not None:
         built["figures"] = [str(path) for path in report_figures(built, plots_dir)]
     return built
@@ -626,15 +632,20 @@ def report_figures(built: dict, folder: PathLike, stem: str | None = None) -> li
     <stem>-confusion.png and F1 per class beside chance <stem>-f1-per-class.png (stem: the task code).
     Needs the `plots` extra."""
     folder, stem = _figures_folder(folder), stem or built["task"]
+    confusion_path, f1_path = report_figure_paths(folder, stem)
     title = f"{built['task'].upper()}: {{}} (one count per {built['unit']})"
     written = []
     if built.get("confusion"):
         written.append(plots.confusion_heatmap(built["confusion"]["labels"], built["confusion"]["matrix"],
-                                               title.format("confusion matrix"), folder / f"{stem}-confusion.png"))
+                                               title.format("confusion matrix"), confusion_path))
     if built.get("classes"):
-        written.append(plots.f1_bars(built["classes"], title.format("F1 per class"),
-                                     folder / f"{stem}-f1-per-class.png"))
+        written.append(plots.f1_bars(built["classes"], title.format("F1 per class"), f1_path))
     return written
+
+
+def report_figure_paths(folder: Path, stem: str) -> tuple[Path, Path]:
+    """Where report_figures draws the confusion heat map and the F1 bars."""
+    return folder / f"{stem}-confusion.png", folder / f"{stem}-f1-per-class.png"
 
 
 def learning_curve_figure(curve: dict, folder: PathLike) -> Path:

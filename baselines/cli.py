@@ -606,7 +606,7 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
         _print_table([report["groups"]["by"]] + columns, [[row["group"]] + [
             f"{row[key]:.2f}" if isinstance(row[key], float) else str(row[key]) for key in columns] for row in rows])
     if report["errors"]:
-        click.echo(f"\nworst errors ({report['unit']})")
+        click.echo(f"\nworst errors ({report['unit']}), ranked by {report['errors_ranked_by']}")
         for error in report["errors"]:
             click.echo(f"{error['guid']}: {_shown_input(error['input'])}\n  gold:      {error['gold']}\n"
                        f"  predicted: {error['predicted']}")
@@ -691,6 +691,8 @@ def reproduce_command(ctx, task_codes, results_dir: Path) -> None:
                    results.format_score(c.rerun, digits=4), "same" if c.same else "DIFFERENT"] for c in comparisons])
     different = sum(not c.same for c in comparisons)
     click.echo(f"{len(comparisons) - different} of {len(comparisons)} recorded scores reproduced")
+    for note in reproduce.code_notes(comparisons, driver.code_version().get("git_commit")):
+        click.echo(note)
     for note in reproduce.machine_notes(comparisons, driver.machine()):
         click.echo(note)
     if different:

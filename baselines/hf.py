@@ -53,7 +53,8 @@ class HfSchema:
     project's prediction field; `split_sizes` are the records of the official train and dev files (a file of
     that many records is taken as the whole split); `guid_stem` numbers the rows of configs without guids;
     `class_scores` maps a prediction column of per-class numbers (a list in ClassLabel order) to the
-    ClassLabel column that orders it (RE's 'probs', which AUPRC needs).
+    ClassLabel column that orders it: the class probabilities of YNAT, NLI and RE (which AUPRC needs), kept
+    as HF users keep probabilities or logits.
     """
     config: str
     fields: tuple[str, ...]
@@ -67,12 +68,13 @@ class HfSchema:
 # The mapping, config by config (fields and ClassLabel orders as the shipped datasets/klue/klue.py has them).
 SCHEMAS: dict[str, HfSchema] = {schema.config: schema for schema in (
     HfSchema("ynat", ("guid", "title", "label", "url", "date"),
-             {"label": ("IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치")}, {"label": "label"},
-             {"train": 45678, "dev": 9107}),
+             {"label": ("IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치")},
+             {"label": "label", "probs": "probs"}, {"train": 45678, "dev": 9107}, class_scores={"probs": "label"}),
     HfSchema("sts", ("guid", "source", "sentence1", "sentence2", "labels"), {}, {"label": "score"},
              {"train": 11668, "dev": 519}),
     HfSchema("nli", ("guid", "source", "premise", "hypothesis", "label"),
-             {"label": ("entailment", "neutral", "contradiction")}, {"label": "label"}, {"train": 24998, "dev": 3000}),
+             {"label": ("entailment", "neutral", "contradiction")}, {"label": "label", "probs": "probs"},
+             {"train": 24998, "dev": 3000}, class_scores={"probs": "label"}),
     HfSchema("ner", ("sentence", "tokens", "ner_tags"), {"ner_tags": HF_NER_TAGS}, {"ner_tags": "tags"},
              {"train": 21008, "dev": 5000}, "klue-ner-v1_{split}_{index:05d}"),
     HfSchema("re", ("guid", "sentence", "subject_entity", "object_entity", "label", "source"),

@@ -18,7 +18,8 @@ class Comparison:
     class of the per-class table. For each record, `wrong` says how wrong it is (0: right; the larger, the
     sooner it is shown: a confident error first) and `shown` gives its gold and prediction as text.
     A task without classes may break its scores down by `group_by` (MRC's question type, WoS's slot): one
-    dict of scores per group in `groups`.
+    dict of scores per group in `groups`. `ranked_by` says in words what orders the errors, and says so
+    where nothing does (labels without probabilities: file order).
     """
     unit: str
     gold: list[str] = field(default_factory=list)
@@ -28,6 +29,7 @@ class Comparison:
     outside: str | None = None
     group_by: str = ""
     groups: list[dict[str, Any]] = field(default_factory=list)
+    ranked_by: str = ""
 
 
 def per_class(comparison: Comparison) -> list[dict[str, Any]]:
@@ -38,8 +40,10 @@ def per_class(comparison: Comparison) -> list[dict[str, Any]]:
         return []
     precision, recall, f1, support = precision_recall_fscore_support(
         comparison.gold, comparison.predicted, labels=labels, zero_division=0)
-    return [{"label": label, "precision": round(100 * p, 4), "recall": round(100 * r, 4), "f1": round(100 * f, 4),
-             "support": int(s)} for label, p, r, f, s in zip(labels, precision, recall, f1, support)]
+    # Plain floats, not numpy's: a notebook shows them as numbers, and json writes them.
+    return [{"label": label, "precision": round(100 * float(p), 4), "recall": round(100 * float(r), 4),
+             "f1": round(100 * float(f), 4), "support": int(s)}
+            for label, p, r, f, s in zip(labels, precision, recall, f1, support)]
 
 
 def confusion(comparison: Comparison) -> dict[str, Any]:

@@ -40,6 +40,7 @@ class RecordedRow:
     run: str
     headline: dict[str, float | None]
     machine: dict[str, str] | None  # where it was recorded (None for a row from before rows recorded it)
+    commit: str | None = None  # the git commit of the code that recorded it, where the row names one
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Comparison:
     committed: float | None
     rerun: float | None
     machine: dict[str, str] | None = None  # where the committed score was recorded
+    commit: str | None = None  # the code that recorded it
 
     @property
     def same(self) -> bool:
@@ -78,8 +80,10 @@ def recorded_commands(results_dir: Path, task_codes: Sequence[str]) -> dict[str,
                 raise DataError(*where, "'headline' should be an object of metric names and scores (numbers, "
                                         "or null for an undefined one)")
             machine = record.get("machine")
+            commit = (record.get("code") or {}).get("git_commit") if isinstance(record.get("code"), dict) else None
             commands.setdefault(command, []).append(
-                RecordedRow(code, run, dict(headline), machine if isinstance(machine, dict) else None))
+                RecordedRow(code, run, dict(headline), machine if isinstance(machine, dict) else None,
+                            commit if isinstance(commit, str) else None))
     return commands
 
 
@@ -163,8 +167,29 @@ def reproduce(results_dir: Path, task_codes: Sequence[str], log: Callable[[str],
                 rerun_headline = rerun_runs.get(row.task, {}).get(row.run, {}).get("headline", {})
                 for metric, committed in row.headline.items():
                     comparisons.append(Comparison(row.task, row.run, metric, committed, rerun_headline.get(metric),
-                                                  row.machine))
+                                                  row.machine, row.commit))
     return comparisons
+
+
+def code_notes(comparisons: Sequence[Comparison], here: str | None) -> list[str]:
+    """One line per row recorded by other code than this (`here`, the git commit of the code running, None
+    outside a git checkout): for a row whose scores differ, a change between the two may be the cause; for
+    the others, the change did not move them."""
+    if not here:
+        return ["this code is not a git checkout: the rows' commits cannot be compared with it"]
+    rows: dict[tuple[str, str], list[Comparison]] = {}
+    for comparison in comparisons:
+        rows.setdefault((comparison.task, comparison.run), []).append(comparison)
+    notes = []
+    for (task, run), metrics in rows.items():
+        commit = metrics[0].commit
+        if commit == here:
+            continue
+        recorded = commit[:7] if commit else "a commit the row does not name"
+        verdict = ("reproduced all the same" if all(c.same for c in metrics)
+                   else "differs: a code change between the two may be why")
+        notes.append(f"{task} {run}: recorded by the code at {recorded}, rerun at {here[:7]}: {verdict}")
+    return notes
 
 
 def machine_notes(comparisons: Sequence[Comparison], here: dict[str, str]) -> list[str]:

@@ -208,7 +208,11 @@ def compare_labels(aligned: Sequence[dict], gold: Sequence[str], unit: str) -> C
     for row, label, expected in zip(aligned, predicted, gold):
         probabilities = row.get("probs") if isinstance(row.get("probs"), dict) else {}
         wrong.append(0.0 if label == expected else float(probabilities.get(label, 1.0)))
-    return Comparison(unit, [str(g) for g in gold], predicted, wrong, list(zip(map(str, gold), predicted)))
+    with_probabilities = all(isinstance(row.get("probs"), dict) for row in aligned)
+    ranked_by = ("the probability the model gave its wrong label" if with_probabilities else
+                 "nothing: the predictions carry no probabilities, so the errors are in file order")
+    return Comparison(unit, [str(g) for g in gold], predicted, wrong, list(zip(map(str, gold), predicted)),
+                      ranked_by=ranked_by)
 
 
 def jsonl_records(path: Path, build: Callable[[dict, str, str], Any]) -> list:

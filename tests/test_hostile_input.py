@@ -765,6 +765,20 @@ def test_reproduce_reruns_recorded_commands_and_fails_on_a_difference(tmp_path):
     assert "ynat trivial" not in elsewhere.stdout.split("reproduced")[-1]  # the same scores need no note
     assert "this machine: " in elsewhere.stdout
 
+    # A row recorded by other code says so, whether or not its scores moved.
+    here = driver.code_version().get("git_commit")
+    for task in ("nli", "ynat"):
+        data = json.loads((tmp_path / "results" / f"{task}.json").read_text(encoding="utf-8"))
+        data["runs"]["trivial"]["code"]["git_commit"] = "0" * 40
+        write_json_atomic(tmp_path / "results" / f"{task}.json", data)
+    older = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "reproduce", "ynat", "nli"],
+                           cwd=tmp_path, capture_output=True, text=True)
+    if here:
+        assert f"nli trivial: recorded by the code at 0000000, rerun at {here[:7]}: differs" in older.stdout
+        assert f"ynat trivial: recorded by the code at 0000000, rerun at {here[:7]}: reproduced" in older.stdout
+    else:
+        assert "this code is not a git checkout" in older.stdout
+
 
 def test_reproduce_runs_only_the_installed_toolkits_run_and_writes_only_to_its_scratch_folder(tmp_path):
     run = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "run", "ynat", "--model", "trivial",

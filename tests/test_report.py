@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -9,6 +10,7 @@ from sklearn.metrics import f1_score
 
 from baselines import api
 from baselines.cli import main
+from baselines.registry import TASK_CODES
 from baselines.report import Comparison, per_class
 
 
@@ -117,3 +119,35 @@ def test_tasks_without_classes_break_down_by_group(tmp_path):
     assert "per slot" in result.output and "precision" in result.output
     slots = json.loads((tmp_path / "wos-report.json").read_text(encoding="utf-8"))["groups"]["rows"]
     assert slots and all(0 <= row["f1"] <= 100 for row in slots)
+
+
+def plain_python(value) -> bool:
+    """Whether a report holds only JSON's own types (no numpy scalars)."""
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and plain_python(item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(plain_python(item) for item in value)
+    return value is None or type(value) in (str, int, float, bool)
+
+
+@pytest.mark.parametrize("task", TASK_CODES)
+def test_a_report_holds_plain_python_numbers_and_says_how_its_errors_are_ranked(task):
+    dev = api.data_file(task, "dev")
+    rows = api.predict(task, api.fit(task, api.data_file(task, "train"), "trivial"), dev)
+    report = api.report(task, dev, rows)
+    assert plain_python(report), report
+    assert report["errors_ranked_by"]
+    if task == "ynat":
+        bare = api.report(task, dev, [{"guid": row["guid"], "label": row["label"]} for row in rows])
+        assert "no probabilities" in bare["errors_ranked_by"] and "file order" in bare["errors_ranked_by"]
+
+
+def test_a_second_report_does_not_overwrite_the_first_ones_figures(tmp_path):
+    pytest.importorskip("matplotlib")
+    dev = api.data_file("ynat", "dev")
+    rows = api.predict("ynat", api.fit("ynat", api.data_file("ynat", "train"), "trivial"), dev)
+    first = api.report("ynat", dev, rows, plots_dir=tmp_path)
+    drawn = {path: Path(path).read_bytes() for path in first["figures"]}
+    with pytest.raises(api.driver.UsageError, match="already holds ynat-confusion.png"):
+        api.report("ynat", dev, rows, plots_dir=tmp_path)
+    assert {path: Path(path).read_bytes() for path in first["figures"]} == drawn

@@ -437,7 +437,7 @@ def compare(records: Sequence[NerSentence], aligned: Sequence[dict]) -> Comparis
     """Entities, span by span: a gold entity against the type of the predicted entity with exactly its span
     ('O': missed), and a predicted entity that no gold one spans against 'O' (made up). Per type, this gives
     seqeval's strict precision, recall and F1. A sentence is as wrong as its mismatched entities."""
-    comparison = Comparison("entity", outside="O")
+    comparison = Comparison("entity", outside="O", ranked_by="the number of mismatched entities in the sentence")
     for record, prediction in zip(records, aligned):
         text = record.text.replace(" ", "")
         gold = {(start, end): kind for kind, start, end in scoring.iob2_entities(_scored_tags(record, record.tags))}

@@ -287,7 +287,8 @@ def similarity_regressor(random_state: int = 0, resources: dict | None = None) -
 def compare(records: Sequence[StsExample], aligned: Sequence[dict]) -> Comparison:
     """A score, not a class: each pair is as wrong as its distance from the gold score."""
     return Comparison("sentence pair", wrong=[abs(float(p["score"]) - r.score) for r, p in zip(records, aligned)],
-                      shown=[(f"{r.score:.1f}", f"{float(p['score']):.2f}") for r, p in zip(records, aligned)])
+                      shown=[(f"{r.score:.1f}", f"{float(p['score']):.2f}") for r, p in zip(records, aligned)],
+                      ranked_by="the distance from the gold score")
 
 
 TASK = TaskSpec(

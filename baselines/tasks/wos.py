@@ -613,7 +613,7 @@ def compare(records: Sequence[WosDialogue], aligned: Sequence[dict]) -> Comparis
     """States are sets of slot values, so there are no classes: the groups are the slots, each with the
     precision, recall and F1 of its values over the user turns. A dialogue is as wrong as its share of user
     turns with a wrong state; its first wrong turn is shown."""
-    comparison = Comparison("dialogue", group_by="slot")
+    comparison = Comparison("dialogue", group_by="slot", ranked_by="the share of user turns with a wrong state")
     slot_counts: dict[str, Counter] = defaultdict(Counter)
     for gold_states, prediction in zip(targets(records), aligned):
         for gold, pred in zip(gold_states, prediction["states"]):

@@ -755,7 +755,7 @@ def predictions_from_file(path: Path) -> list[dict]:
 def compare(records: Sequence[DpSentence], aligned: Sequence[dict]) -> Comparison:
     """Relations, word by word (gold relation against predicted relation, whatever the heads); a sentence
     is as wrong as its share of words with a wrong head or relation, shown as 'word->head/RELATION'."""
-    comparison = Comparison("word")
+    comparison = Comparison("word", ranked_by="the share of words with a wrong head or relation")
     for record, prediction in zip(records, aligned):
         words = record.words
         gold = [(w.head, w.deprel) for w in words]

@@ -108,7 +108,10 @@ def compare(records: Sequence[MrcQuestion], aligned: Sequence[dict]) -> Comparis
     """Answers are free text, so there are no classes: the groups are question types (and answerable or not),
     each with its exact match and ROUGE-W. A question is wrong when its answer is not an exact match; the
     reader's belief, where it gave one, puts its confident errors first."""
-    comparison = Comparison("question", group_by="question type")
+    beliefs = all(isinstance(p.get("belief"), (int, float)) for p in aligned)
+    comparison = Comparison("question", group_by="question type", ranked_by=(
+        "the reader's belief in its wrong answer" if beliefs else
+        "nothing: the predictions carry no beliefs, so the errors are in file order"))
     by_group: dict[str, list[tuple[float, float]]] = {}
     for record, answers, prediction in zip(records, targets(records), aligned):
         belief = prediction.get("belief")
