@@ -13,14 +13,16 @@ DataError, PredictionError or UsageError with a one-line message that names the 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from sklearn.base import clone
 
-from baselines import driver, hf, persistence, plots, results, significance, tuning
+from baselines import driver, hf, persistence, plots, progress, results, significance, tuning
 from baselines import determinism as determinism_bench
 from baselines import scale as scale_bench
 from baselines import report as teaching
@@ -30,13 +32,20 @@ from baselines.parallel import Workers, local_jobs
 from baselines.persistence import save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task, task_code
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
+from features import analysis
 
 PathLike = str | os.PathLike
 Log = Callable[[str], None]
+# `log` tells what long work is doing: by default one line on stderr each (progress.say), which a terminal
+# and a notebook both show; progress.quiet (or any function) instead.
+quiet = progress.quiet
 
 
-def _quiet(message: str) -> None:
-    """The default `log`: say nothing."""
+class SampleDataWarning(UserWarning):
+    """The data is the small sample shipped with the package: its scores are not KLUE results."""
+
+
+_SAMPLE_WARNED: set[str] = set()  # tasks warned about in this process: once each is enough
 
 
 def _is_path(value: Any) -> bool:
@@ -45,11 +54,24 @@ def _is_path(value: Any) -> bool:
 
 def _named_task(function: Callable) -> Callable:
     """`function` with its first argument, a task name, checked first and read in any case ('YNAT'); an
-    unknown name raises registry.UnknownTask with the closest task."""
+    unknown name raises registry.UnknownTask with the closest task. Where it takes `log` and is left to say
+    what it does on stderr, Kiwi's analysis draws its progress there too (_show_progress)."""
+    takes_log = "log" in inspect.signature(function).parameters
+
     @functools.wraps(function)
     def wrapper(task: str, *args: Any, **kwargs: Any) -> Any:
-        return function(task_code(task), *args, **kwargs)
+        code = task_code(task)
+        if takes_log:
+            _show_progress(kwargs.get("log", progress.say))
+        return function(code, *args, **kwargs)
     return wrapper
+
+
+def _show_progress(log: Log) -> None:
+    """Progress bars for Kiwi's analysis in the Python API (tqdm's in a notebook where tqdm is installed),
+    when `log` is the default that speaks on stderr; the CLI sets up click's own, or none with --quiet."""
+    if log is progress.say:
+        analysis.show_progress(progress.text_progress(log))
 
 
 @_named_task
@@ -75,14 +97,20 @@ def _split(name: str) -> str:
 
 @_named_task
 def locate(task: str, data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
-           log: Log = _quiet) -> driver.TaskData:
+           log: Log = progress.say) -> driver.TaskData:
     """The files a task uses: `train`/`dev` where given, else those of data_dir, $KLUE_DATA_DIR, the download
     cache, or the shipped sample (which `log` is told about: its scores are not KLUE results)."""
     spec = get_task(task)
     data = driver.resolve_data(spec, Path(data_dir).expanduser() if data_dir else None, train, dev)
     if data.is_sample:
-        log(f"{task}: no data directory configured: using the small sample shipped with the package. These are "
-            "SAMPLE scores, not KLUE results.")
+        message = (f"{task}: no data directory configured: using the small sample shipped with the package. These "
+                   "are SAMPLE scores, not KLUE results.")
+        if log is progress.say:  # a notebook shows a warning apart; the CLI has its own line for it
+            if task not in _SAMPLE_WARNED:
+                _SAMPLE_WARNED.add(task)
+                warnings.warn(SampleDataWarning(message), stacklevel=2)
+        else:
+            log(message)
     return data
 
 
@@ -165,7 +193,7 @@ def make_model(task: str, model: str | None = None, *, seed: int = 0, data_dir: 
 
 @_named_task
 def fit(task: str, train: PathLike | Sequence, model: str | None = None, *, seed: int = 0,
-        data_dir: PathLike | None = None, log: Log = _quiet, **params: Any):
+        data_dir: PathLike | None = None, log: Log = progress.say, **params: Any):
     """A model fitted on a labelled file (path) or on labelled records. Its resources (RE's relation list,
     WoS's ontology) come from beside the file, else from data_dir, the download cache or the sample."""
     spec = get_task(task)
@@ -180,12 +208,13 @@ def fit(task: str, train: PathLike | Sequence, model: str | None = None, *, seed
     spec.check_resource_labels(X, needed, Path(train) if _is_path(train) else Path("<records>"))
     _name, estimator = driver.build_model(spec, model, seed, needed, params)
     log(f"{task}: fitting {model or spec.default_model} on {len(X)} records{where}")
-    return estimator.fit(X, y)
+    with progress.heartbeat(f"{task}: fitting {model or spec.default_model}", log):
+        return estimator.fit(X, y)
 
 
 @_named_task
 def training_file(task: str, data_dir: PathLike | None = None, train: PathLike | None = None,
-                  log: Log = _quiet) -> Path:
+                  log: Log = progress.say) -> Path:
     """The task's training file: `train`, else the data directory's (see `locate`); a UsageError if none."""
     path = locate(task, data_dir, train=train, log=log).train
     if path is None:
@@ -195,7 +224,7 @@ def training_file(task: str, data_dir: PathLike | None = None, train: PathLike |
 
 @_named_task
 def train(task: str, out: PathLike, model: str | None = None, *, data_dir: PathLike | None = None,
-          train: PathLike | None = None, seed: int = 0, log: Log = _quiet, **params: Any) -> Path:
+          train: PathLike | None = None, seed: int = 0, log: Log = progress.say, **params: Any) -> Path:
     """Fit a model on the task's training file (`train`, else the data directory's) and save it to `out`:
     a metadata header, then the model (skops with the `secure` extra, else a joblib pickle). Returns `out`."""
     out = Path(out)
@@ -209,7 +238,7 @@ def train(task: str, out: PathLike, model: str | None = None, *, data_dir: PathL
 @_named_task
 def saved_or_fitted(task: str, model_file: PathLike | None = None, model: str | None = None, *,
                     data_dir: PathLike | None = None, train: PathLike | None = None, seed: int = 0,
-                    pos: str | None = None, trust_pickle: bool = False, log: Log = _quiet, **params: Any) -> Any:
+                    pos: str | None = None, trust_pickle: bool = False, log: Log = progress.say, **params: Any) -> Any:
     """The model that `predict` and `explain` use: the one saved in `model_file` (see load_model for
     trust_pickle), else `model` (see `model_name` for `pos`) fitted on the training file. Hyper-parameters,
     a model name or `pos` with a saved model are a UsageError: a saved model has its own."""
@@ -251,7 +280,7 @@ def predict(task: str, model: Any, inputs: PathLike | Sequence) -> list[dict]:
 def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *, model_file: PathLike | None = None,
                  model: str | None = None, data_dir: PathLike | None = None, train: PathLike | None = None,
                  seed: int = 0, pos: str | None = None, output_format: str = "jsonl", trust_pickle: bool = False,
-                 log: Log = _quiet, **params: Any) -> list[dict]:
+                 log: Log = progress.say, **params: Any) -> list[dict]:
     """`predict`: the prediction rows of an input file, from a saved model (`model_file`) or from `model` (see
     `model_name` for `pos`) trained on the training file first. With `output`, the rows are also written there,
     whole or not at all: as JSON Lines; with output_format='hf' as Hugging Face users keep predictions (JSON
@@ -321,7 +350,7 @@ def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence 
 def evaluate(task: str, model: str | Any = None, *, model_file: PathLike | None = None,
              data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
              cv: int = 0, seed: int = 0, jobs: int = 1, backend: str = "loky", trust_pickle: bool = False,
-             log: Log = _quiet, **params: Any) -> dict:
+             log: Log = progress.say, **params: Any) -> dict:
     """Score a model on the dev file (`dev`, else the data directory's) and return the record that `run`
     writes to results/<task>.json. `model` is a model name (trained here on the training file, or cross-fitted
     with cv >= 2) or a fitted estimator (recorded under its class name); `model_file` a file that `train`
@@ -343,7 +372,7 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
         train: PathLike | None = None, dev: PathLike | None = None, cv: int = 0, seed: int = 0,
         pos: str | None = None, results_dir: PathLike | None = None, predictions_dir: PathLike | None = None,
         plots_dir: PathLike | None = None, command: str | None = None, jobs: int = 1, backend: str = "loky",
-        log: Log = _quiet, **params: Any) -> list[dict]:
+        log: Log = progress.say, **params: Any) -> list[dict]:
     """Train and evaluate each task (all eight by default) as `run` does, and return their records. Records go
     to results_dir (default ./results) and its README.md, except that scores on the shipped sample are
     written only where results_dir is given. With predictions_dir, the scored predictions are written too;
@@ -352,6 +381,7 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
     folds are fitted at once on the joblib `backend` (the scores do not change)."""
     workers = Workers(jobs, backend)
     codes = [task_code(task) for task in tasks] or list(TASK_CODES)
+    _show_progress(log)
     if (train or dev) and len(codes) != 1:
         raise driver.UsageError("--train and --dev name one task's files: give exactly one task")
     if params and len(codes) != 1:
@@ -398,7 +428,7 @@ def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1),
                    data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
                    cv: int = 0, seed: int = 0, results_dir: PathLike | None = None,
                    plots_dir: PathLike | None = None, command: str | None = None, jobs: int = 1,
-                   backend: str = "loky", log: Log = _quiet, **params: Any) -> dict:
+                   backend: str = "loky", log: Log = progress.say, **params: Any) -> dict:
     """The dev scores of a model trained on growing shares of its training records (whole passages or
     dialogues), as `bench learning-curve` reports them; written to results_dir/learning-curve/ (default
     ./results; on the shipped sample only where results_dir is given), and drawn in plots_dir when given
@@ -434,7 +464,7 @@ def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1),
 def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, folds: int = 3,
          data_dir: PathLike | None = None, train: PathLike | None = None, seed: int = 0,
          results_dir: PathLike = "results", command: str | None = None, jobs: int = 1, backend: str = "loky",
-         log: Log = _quiet) -> tuple[dict, Path]:
+         log: Log = progress.say) -> tuple[dict, Path]:
     """Score every point of `grid` ({name: values}) by `folds`-fold cross-validation on the training file (the
     dev file is never read), and write the report, best first, to results_dir/tuning/<task>-<model>.json.
     `jobs` fits (trials x folds) run at once on the joblib `backend`, with the same report. Returns the report
@@ -676,7 +706,7 @@ def task_spec(task: str) -> TaskSpec:
 def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | None = None, *,
           data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
           seed: int = 0, results_dir: PathLike = "results", plots_dir: PathLike | None = None,
-          command: str | None = None, log: Log = _quiet) -> tuple[dict, Path]:
+          command: str | None = None, log: Log = progress.say) -> tuple[dict, Path]:
     """Fit and predict seconds and peak memory at `sizes` x the official training size, each in its own
     process (see baselines.scale); written to results_dir/scale/<task>.json (<task>-<model>.json for another
     model than the default), with the table in results_dir/README.md, and with plots_dir the chart of every
@@ -696,13 +726,14 @@ def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | No
 def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLike | None = None,
                 train: PathLike | None = None, dev: PathLike | None = None, cv: int = 0, seed: int = 0,
                 pos: str | None = None, results_dir: PathLike | None = None, command: str | None = None,
-                at_once: int = 1, log: Log = _quiet, **params: Any) -> tuple[dict, Path | None]:
+                at_once: int = 1, log: Log = progress.say, **params: Any) -> tuple[dict, Path | None]:
     """Run the tasks' models (as `run` would) once per variant of baselines.determinism.variants (other BLAS
     kernels, BLAS and OpenMP thread counts, numpy's loops without AVX2, other hash seeds), after the first
     `at_once` at a time, and compare their predictions row by row. Written to results_dir/determinism.json
     (default ./results; with the shipped sample, only where results_dir is given) in place of the earlier
     reports on the same tasks (see determinism.merged_file). Returns the report and its path."""
     codes = [task_code(task) for task in tasks] or list(TASK_CODES)
+    _show_progress(log)
     if (train or dev or params) and len(codes) != 1:
         raise driver.UsageError("--train, --dev and --param are one task's: give exactly one task")
     task_data = {code: locate(code, data_dir, train, dev, log) for code in codes}

@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.base import clone
 
 import baselines
-from baselines import datafiles, hf, memory, parallel, tuning
+from baselines import datafiles, hf, memory, parallel, progress, tuning
 from baselines.dataio import DataError, file_sha256
 from baselines.params import check_hyper_parameters
 from baselines.registry import did_you_mean, get_task
@@ -76,13 +76,16 @@ def resolve_data(task: TaskSpec, data_dir: str | Path | None = None, train: str 
 
 @dataclass
 class Stopwatch:
-    """Wall time per stage; Kiwi analysis time is split out of the stage that triggered it."""
+    """Wall time per stage; Kiwi analysis time is split out of the stage that triggered it. With `log`, a
+    stage tells its elapsed time while it runs (baselines.progress.heartbeat), as `label`."""
     stages: dict[str, float] = field(default_factory=dict)
+    log: Callable[[str], None] = progress.quiet
 
-    def measure(self, stage: str, work: Callable[[], Any]) -> Any:
+    def measure(self, stage: str, work: Callable[[], Any], label: str = "") -> Any:
         analysed_before = analysis.stats().seconds
         start = time.perf_counter()
-        result = work()
+        with progress.heartbeat(label or stage, self.log):
+            result = work()
         elapsed = time.perf_counter() - start
         in_analysis = analysis.stats().seconds - analysed_before
         self.stages["analysis"] = self.stages.get("analysis", 0.0) + in_analysis
@@ -296,7 +299,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     Returns the record that `run` writes to results/<task>.json, and the predictions that were scored (one
     per dev record, in its order; out-of-fold with cv).
     """
-    watch = Stopwatch()
+    watch = Stopwatch(log=log)
     memory.reset_peak()  # this task's own peak, not that of a task run before it in this process
     if data.dev is None:
         raise UsageError(f"no evaluation file for {task.code}: give --dev FILE or a --data-dir holding "
@@ -327,7 +330,8 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         trained_on.append(len(subset))
         share = f" ({train_fraction:g} of {len(records)})" if train_fraction != 1 else ""
         log(f"{task.code}: {where}fitting {name} on {len(subset)} records{share}")
-        return watch.measure("fit", lambda: model.fit(subset, task.targets(subset)))
+        return watch.measure("fit", lambda: model.fit(subset, task.targets(subset)),
+                             f"{task.code}: {where}fitting {name}")
 
     spread = None  # with workers: what the record keeps of them
     if cv:
@@ -341,7 +345,8 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
             for number, (fold, fold_train) in enumerate(zip(folds, fold_trains), start=1):
                 fit(fold_train, f"fold {number}/{cv}: ")
                 fold_records = [dev_records[i] for i in fold]
-                for i, prediction in zip(fold, watch.measure("predict", lambda: task.predict(model, fold_records))):
+                for i, prediction in zip(fold, watch.measure("predict", lambda: task.predict(model, fold_records),
+                                                             f"{task.code}: fold {number}/{cv}: predicting")):
                     predictions[i] = prediction
         else:
             subsets = [training_subset(task, fold_train, train_fraction, seed) for fold_train in fold_trains]
@@ -351,7 +356,8 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
                      for subset, fold in zip(subsets, folds)]
             texts = task.texts(train_records + dev_records) if model.uses_morpheme_analysis() else ()
             outcome = watch.measure("cross_fit", lambda: parallel.run(
-                calls, workers, lambda index, _result: log(f"{task.code}: fold {index + 1}/{cv} done"), texts))
+                calls, workers, lambda index, _result: log(f"{task.code}: fold {index + 1}/{cv} done"), texts),
+                f"{task.code}: cross-fitting")
             for fold, (fold_predictions, _seconds) in zip(folds, outcome.results):
                 for i, prediction in zip(fold, fold_predictions):
                     predictions[i] = prediction
@@ -362,7 +368,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         if fitted is None:
             fit(train_records, "")
         log(f"{task.code}: predicting {len(dev_records)} records")
-        predictions = watch.measure("predict", lambda: task.predict(model, dev_records))
+        predictions = watch.measure("predict", lambda: task.predict(model, dev_records), f"{task.code}: predicting")
     metrics = watch.measure("score", lambda: task.score(dev_records, predictions, resources))
     fold_headline = watch.measure("score", lambda: [
         _headline(task, task.score([dev_records[i] for i in fold], [predictions[i] for i in fold], resources))

@@ -10,7 +10,7 @@ import time
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ContextManager, Iterable
+from typing import Callable, ContextManager, Iterable, Iterator
 
 from features import embeddings
 from features.cache import AnalysisCache, default_cache_dir
@@ -194,7 +194,7 @@ class MorphemeAnalyzer:
         tokenized = zip(texts, self.kiwi.tokenize(readable))
         if self.progress is not None and len(texts) >= PROGRESS_MIN_TEXTS:
             results = {}
-            with self.progress("Kiwi analysis", len(texts)) as bar:
+            with _shown(self.progress("Kiwi analysis", len(texts))) as bar:
                 for number, (text, tokens) in enumerate(tokenized, start=1):
                     results[text] = _columns(text, tokens)
                     if number % 512 == 0 or number == len(texts):
@@ -230,7 +230,7 @@ class MorphemeAnalyzer:
     def _look_up_neighbours(self, morphemes: list[tuple[str, str]], top_n: int) -> dict[tuple[str, str], tuple]:
         start = time.perf_counter()
         table = self.embeddings
-        progress = (self.progress("Kiwi neighbours", len(morphemes)) if self.progress is not None
+        progress = (_shown(self.progress("Kiwi neighbours", len(morphemes))) if self.progress is not None
                     and len(morphemes) >= PROGRESS_MIN_TEXTS else contextlib.nullcontext())
         with progress as bar:
             results = table.nearest(morphemes, top_n, advance=bar.update if bar is not None else None)
@@ -246,6 +246,33 @@ class MorphemeAnalyzer:
     def clear_memo(self) -> None:
         self._memo.clear()
         self._neighbour_memo.clear()
+
+
+_bars_on_screen = 0  # progress bars now drawn, so that heartbeats (baselines.progress) keep quiet meanwhile
+
+
+@contextlib.contextmanager
+def _shown(bar_context: contextlib.AbstractContextManager) -> Iterator:
+    global _bars_on_screen
+    with bar_context as bar:
+        _bars_on_screen += 1
+        try:
+            yield bar
+        finally:
+            _bars_on_screen -= 1
+
+
+def show_progress(factory: ProgressFactory) -> None:
+    """Draw progress bars with `factory` where the process-wide analyser has none yet (the Python API's;
+    the CLI configures its own, or none with --quiet)."""
+    current = analyzer()
+    if current.progress is None:
+        current.progress = factory
+
+
+def progress_shown() -> bool:
+    """Whether a progress bar of the analysis is being drawn now."""
+    return _bars_on_screen > 0
 
 
 _analyzer: MorphemeAnalyzer | None = None

@@ -1,0 +1,47 @@
+"""Long work says so: heartbeats with elapsed time, progress bars in the API, the sample warned about."""
+from __future__ import annotations
+
+import time
+import warnings
+
+from baselines import api, progress
+from features import analysis
+
+
+def test_a_silent_phase_tells_its_elapsed_time_and_its_end():
+    said = []
+    with progress.heartbeat("ynat: fitting tfidf-lr", said.append, every=0.05):
+        time.sleep(0.23)
+    assert len(said) >= 3 and all(line.startswith("ynat: fitting tfidf-lr: ") for line in said)
+    assert said[-1].startswith("ynat: fitting tfidf-lr: done in ") and said[0].endswith(" s")
+    quick = []
+    with progress.heartbeat("quick", quick.append, every=5):
+        pass
+    assert quick == []  # nothing to tell about a phase shorter than a beat
+
+
+def test_a_heartbeat_keeps_quiet_while_a_progress_bar_is_drawn(monkeypatch):
+    monkeypatch.setattr(analysis, "progress_shown", lambda: True)
+    said = []
+    with progress.heartbeat("phase", said.append, every=0.05):
+        time.sleep(0.2)
+    assert [line for line in said if "done in" not in line] == []
+
+
+def test_the_tenths_bar_counts_up_by_tenths():
+    said = []
+    bar = progress._TenthsBar("Kiwi analysis", 100, said.append)
+    for _ in range(20):
+        bar.update(5)
+    assert [line.split(" (")[0] for line in said] == [f"Kiwi analysis: {n} %" for n in range(10, 101, 10)]
+
+
+def test_the_api_speaks_by_default_and_warns_about_the_sample(capsys, monkeypatch):
+    monkeypatch.setattr(api, "_SAMPLE_WARNED", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        api.fit("ynat", api.data_file("ynat", "train"), "trivial")
+    assert "ynat: fitting trivial on 300 records" in capsys.readouterr().err
+    assert [w for w in caught if issubclass(w.category, api.SampleDataWarning)]
+    api.fit("ynat", api.data_file("ynat", "train"), "trivial", log=api.quiet)
+    assert capsys.readouterr().err == ""
