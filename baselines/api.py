@@ -319,31 +319,61 @@ def check_explainable(task: str, model: Any, per_input: bool = False) -> None:
     if not hasattr(model, "top_features"):
         raise driver.UsageError(f"a {type(model).__name__} has no learnt features to show (a trivial floor, or "
                                 "STS's gradient boosting, whose trees have no weights per feature)")
-    if per_input and not hasattr(model, "feature_contributions"):
-        raise driver.UsageError(f"explaining single inputs needs a linear classifier (YNAT, NLI, RE); a "
-                                f"{type(model).__name__} shows only what it learnt (leave out --input)")
+    if per_input and not (hasattr(model, "feature_contributions") or hasattr(model, "character_contributions")):
+        raise driver.UsageError(f"explaining single inputs needs a linear classifier (YNAT, NLI, RE) or NER's CRF; "
+                                f"a {type(model).__name__} shows only what it learnt (leave out --input)")
 
 
 @_named_task
 def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence | None = None,
             per_input: int = 5) -> dict:
     """What a fitted model learnt: its strongest features per class or label, `top_k` each (see
-    baselines.explain). With `inputs` (a file, records or plain inputs), each input's prediction and the
-    `per_input` features that pushed it most towards it (linear classifiers: YNAT, NLI, RE)."""
+    baselines.explain), under 'sections'. With `inputs` (a file, records or plain inputs), under 'examples':
+    each input's prediction and the `per_input` features that pushed it most towards it (linear
+    classifiers: YNAT, NLI, RE), or, for NER's CRF, each character's tag and the features that pushed it.
+    'rows' holds the same as a flat list of dicts, one per feature, which explanation_table turns into a
+    table for a notebook."""
     spec = get_task(task)
     check_explainable(task, model, inputs is not None)
+
     def listed(weights: list[tuple[str, float]]) -> list[dict]:
         return [{"feature": feature, "weight": weight} for feature, weight in weights]
 
     explanation: dict[str, Any] = {"task": task, "estimator": type(model).__name__, "sections": {
         section: listed(weights) for section, weights in model.top_features(top_k).items()}}
+    rows = [{"section": section, "feature": item["feature"], "weight": item["weight"]}
+            for section, items in explanation["sections"].items() for item in items]
     if inputs is not None:
         records = _input_records(spec, inputs)
-        explanation["examples"] = [
-            {"guid": spec.record_id(record), "input": plain, "prediction": label, "features": listed(features)}
-            for record, plain, (label, features) in zip(records, spec.plain_inputs(records),
-                                                        model.feature_contributions(records, per_input))]
+        guids, plain = [spec.record_id(record) for record in records], spec.plain_inputs(records)
+        if hasattr(model, "feature_contributions"):
+            explanation["examples"] = [
+                {"guid": guid, "input": shown, "prediction": label, "features": listed(features)}
+                for guid, shown, (label, features) in zip(guids, plain, model.feature_contributions(records, per_input))]
+            rows += [{"guid": example["guid"], "prediction": example["prediction"], **item}
+                     for example in explanation["examples"] for item in example["features"]]
+        else:
+            explanation["examples"] = [
+                {"guid": guid, "input": shown, "characters": [
+                    {"character": row["character"], "tag": row["tag"], "features": listed(row["features"])}
+                    for row in characters]}
+                for guid, shown, characters in zip(guids, plain, model.character_contributions(records, per_input))]
+            rows += [{"guid": example["guid"], "position": position, "character": character["character"],
+                      "tag": character["tag"], **item}
+                     for example in explanation["examples"]
+                     for position, character in enumerate(example["characters"]) for item in character["features"]]
+    explanation["rows"] = rows
     return explanation
+
+
+def explanation_table(explanation: dict) -> Any:
+    """An explanation's rows (see explain) as a pandas DataFrame where pandas is installed, else as the list of
+    dicts itself: either shows as a table in a notebook."""
+    try:
+        import pandas
+    except ImportError:
+        return list(explanation["rows"])
+    return pandas.DataFrame(explanation["rows"])
 
 
 @_named_task

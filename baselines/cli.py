@@ -357,7 +357,14 @@ def explain(ctx, task: str, model_path, trust_pickle: bool, top_k: int, input_pa
         for weight in weights:
             click.echo(f"  {weight['weight']:+9.4f}  {weight['feature']}")
     for example in explanation.get("examples", []):
-        click.echo(f"\n{example['guid']}: {_shown_input(example['input'])}\n  -> {example['prediction']}")
+        click.echo(f"\n{example['guid']}: {_shown_input(example['input'])}")
+        if "characters" in example:  # NER: why each character got its tag
+            for character in example["characters"]:
+                shown = character["character"] if character["character"].strip() else "(space)"
+                pushed = "; ".join(f"{item['feature']} {item['weight']:+.2f}" for item in character["features"])
+                click.echo(f"  {shown}{' ' * (7 - _display_width(shown))}  {character['tag']:<5}  {pushed}")
+            continue
+        click.echo(f"  -> {example['prediction']}")
         for weight in example["features"]:
             click.echo(f"  {weight['weight']:+9.4f}  {weight['feature']}")
 

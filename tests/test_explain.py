@@ -70,7 +70,7 @@ def test_models_without_features_are_refused_in_one_line():
     runner = CliRunner()
     refused = runner.invoke(main, ["-q", "explain", "sts"])
     assert refused.exit_code != 0 and "no learnt features" in refused.output
-    refused = runner.invoke(main, ["-q", "explain", "ner", "--input", str(api.data_file("ner", "dev"))])
+    refused = runner.invoke(main, ["-q", "explain", "dp", "--input", str(api.data_file("dp", "dev"))])
     assert refused.exit_code != 0 and "linear classifier" in refused.output
 
 
@@ -83,3 +83,43 @@ def test_the_command_prints_sections_and_examples(tmp_path):
     assert "스포츠\n" in result.output and "line-1: 손흥민" in result.output and "  -> " in result.output
     as_json = json.loads(CliRunner().invoke(main, ["-q", "explain", "ynat", "--top", "2", "--json"]).output)
     assert all(len(weights) == 2 for weights in as_json["sections"].values())
+
+
+@pytest.fixture(scope="module")
+def ner_model():
+    return api.fit("ner", api.data_file("ner", "train"), log=api.quiet)
+
+
+def test_every_ner_feature_reads_in_words(ner_model):
+    from baselines.tasks.ner import FEATURE_WORDS, character_features
+    from features.analysis import analyze
+    records = api.load("ner", api.data_file("ner", "dev"))[:40]
+    keys = {key.split("=")[0] for record, analysis in zip(records, analyze(r.text for r in records))
+            for row in character_features(record.text, analysis, [["x/NNG"]] * len(analysis.forms),
+                                          {}) for key in row}
+    assert keys <= set(FEATURE_WORDS), keys - set(FEATURE_WORDS)
+    sections = api.explain("ner", ner_model, top_k=5)["sections"]
+    labels = [name.split()[1] for name in sections if name.startswith("label ")]
+    assert labels and all(label == "O" or label[:2] in ("B-", "I-") for label in labels)  # IOB2, as predicted
+    for name, items in sections.items():
+        if name != "transitions":
+            assert all(":" not in item["feature"].split(" ")[0] for item in items), items
+
+
+def test_ner_explains_each_characters_tag_as_predict_tags_it(ner_model, tmp_path):
+    sentence = "이순신 장군은 서울에서 태어났다."
+    explanation = api.explain("ner", ner_model, top_k=3, inputs=[sentence], per_input=2)
+    characters = explanation["examples"][0]["characters"]
+    assert "".join(c["character"] for c in characters) == sentence
+    assert [c["tag"] for c in characters] == ner_model.predict([sentence])[0]
+    assert all(0 < len(c["features"]) <= 2 for c in characters)
+    rows = explanation["rows"]
+    assert {"section", "feature", "weight"} <= set(rows[0]) and any(row.get("character") == "이" for row in rows)
+    table = api.explanation_table(explanation)
+    assert len(table) == len(rows)
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({"text": sentence}, ensure_ascii=False) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["-q", "explain", "ner", "--top", "1", "--input", str(path)])
+    assert result.exit_code == 0, result.output
+    first = next(line for line in result.output.splitlines() if line.startswith("  이"))
+    assert first.split()[1] == "B-PS" and "morpheme" in first

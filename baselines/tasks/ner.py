@@ -253,6 +253,59 @@ def jackknifed_type_features(typed: Sequence[Sequence[tuple[MorphemeKey, str]]],
     return features
 
 
+# character_features' keys in words, for `explain` (a test checks that every key has its words here).
+FEATURE_WORDS = {
+    "c": "character", "k": "character class", "c-1": "previous character", "c+1": "next character",
+    "c-2": "character two before", "c+2": "character two after", "k-1": "previous character's class",
+    "k+1": "next character's class", "k-1k": "classes of the previous and this character",
+    "kk+1": "classes of this and the next character", "c-1c": "previous and this character",
+    "cc+1": "this and the next character", "c-1cc+1": "previous, this and next character",
+    "c-2c-1c": "two characters before and this one", "cc+1c+2": "this character and the two after",
+    "mt": "morpheme tag", "mp": "place in the morpheme and its tag", "mf": "morpheme form",
+    "mt-1": "previous morpheme tag", "mt+1": "next morpheme tag", "mf-1": "previous morpheme form",
+    "mf+1": "next morpheme form", "nb": "morpheme near in Kiwi's language model:",
+    "ty": "share of the morpheme's training occurrences tagged", "ty#": "how often the morpheme was seen in training",
+    "ep": "place in the eojeol", "wl": "eojeol length", "ws": "eojeol shape",
+    "sp": "place in the eojeol's stem", "st": "eojeol stem", "st-1": "previous eojeol's stem",
+    "st+1": "next eojeol's stem", "sf1": "first character of the stem", "sl1": "last character of the stem",
+    "sl2": "last two characters of the stem",
+}
+
+
+CLASS_WORDS = {"HG": "Hangul", "JM": "jamo", "DG": "digit", "UP": "capital", "LO": "small letter", "HJ": "Hanja",
+               "SP": "space", "PU": "punctuation", "OT": "other letter", "BD": "sentence edge"}
+PLACE_WORDS = {"B": "first", "I": "inside", "E": "last", "S": "only"}
+CLASS_KEYS = ("k", "k-1", "k+1", "k-1k", "kk+1")
+
+
+def feature_in_words(attribute: str) -> str:
+    """A crfsuite attribute as a person reads it: 'mf+1:년' -> 'next morpheme form 년', 'mp:BNNP' -> 'first
+    character of a morpheme tagged NNP', 'k-1:PU' -> "previous character's class punctuation", 'c: ' -> 'character
+    (space)'; one not in FEATURE_WORDS stays as it is."""
+    key, separator, value = attribute.partition(":")
+    if not separator:
+        key, separator, value = attribute.partition("=")
+    words = FEATURE_WORDS.get(key)
+    if words is None:
+        return attribute
+    if key == "mp" and value:  # a place and a tag: 'BNNP'
+        return f"{PLACE_WORDS.get(value[0], value[0])} character of a morpheme tagged {value[1:]}"
+    if key == "sp" and value == "X":
+        return "after the eojeol's stem (a particle or ending)"
+    if key in ("ep", "sp") and value in PLACE_WORDS:
+        return f"{PLACE_WORDS[value]} character of the {'eojeol' if key == 'ep' else 'stem'}"
+    if key in CLASS_KEYS:  # one or two class codes
+        value = " + ".join(CLASS_WORDS.get(value[i:i + 2], value[i:i + 2]) for i in range(0, len(value), 2))
+    if value and not value.strip():
+        value = "(space)"
+    return f"{words} {value}".rstrip()
+
+
+def iob2_label(label: str) -> str:
+    """The IOB2 label an IOBES label is shown as: S- and B- begin an entity, E- and I- continue it."""
+    return label if label == "O" else ("B-" if label[:2] in ("B-", "S-") else "I-") + label[2:]
+
+
 def character_features(text: str, analysis: Analysis,
                        morpheme_neighbours: Sequence[Sequence[str]] | None = None,
                        morpheme_priors: dict[MorphemeKey, dict[str, float]] | None = None,
@@ -403,13 +456,16 @@ class CharacterCRF(TaskModel, BaseEstimator):
         return self
 
     def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
-        """Per BIO label, the character features that speak most for it, then the strongest label
-        transitions (positive: likely, negative: unlikely)."""
+        """Per IOB2 label (what predict returns), the character features that speak most for it, in words;
+        with the IOBES scheme the CRF learns, a feature of a one-character entity (S-) shows under B- and
+        one of an entity's last character (E-) under I-, marked so. Then the strongest label transitions
+        (positive: likely, negative: unlikely)."""
         check_is_fitted(self)
         by_label: dict[str, tuple[list[str], list[float]]] = {}
         for (attribute, label), weight in self.crf_.state_features_.items():
-            names, weights = by_label.setdefault(label, ([], []))
-            names.append(attribute)
+            names, weights = by_label.setdefault(iob2_label(label), ([], []))
+            marked = {"S-": " (a one-character entity)", "E-": " (an entity's last character)"}.get(label[:2], "")
+            names.append(feature_in_words(attribute) + marked)
             weights.append(weight)
         sections = {f"label {label}": strongest(names, weights, top_k)
                     for label, (names, weights) in sorted(by_label.items())}
@@ -417,6 +473,33 @@ class CharacterCRF(TaskModel, BaseEstimator):
         sections["transitions"] = strongest([f"{a} -> {b}" for a, b in transitions], list(transitions.values()),
                                             top_k, both_signs=True)
         return sections
+
+    def character_contributions(self, X: Sequence, top_k: int = 3) -> list[list[dict]]:
+        """Why each character got its tag: per sentence, per character, the IOB2 tag predicted and the
+        `top_k` features that fired there with the largest state weight x value for that tag (the label the
+        CRF chose, IOBES inside), in words. Characters are those of the text in NFC, as the CRF reads it.
+        The transitions between tags also count in the CRF's choice; they are the same for every sentence
+        and are in top_features."""
+        records = [NerSentence("", nfc_text(record.text).text, None) for record in self._fitted_records(X)]
+        analyses = analyze(r.text for r in records)
+        features = list(self._features(records, analyses, [self.morpheme_types_] * len(records)))
+        weights = self.crf_.state_features_
+        explained = []
+        for record, sentence, labels in zip(records, features, self.crf_.predict(features)):
+            rows = []
+            # The tags shown are predict's (IOB2, repaired); the weights read are those of the CRF's own label.
+            shown = repair_iob2(iobes_to_iob2(labels))
+            for character, fired, label, tag in zip(record.text, sentence, labels, shown):
+                pushed = []
+                for key, value in fired.items():
+                    attribute, amount = (f"{key}:{value}", 1.0) if isinstance(value, str) else (key, float(value))
+                    weight = weights.get((attribute, label))
+                    if weight is not None and weight * amount:
+                        pushed.append((feature_in_words(attribute), weight * amount))
+                pushed.sort(key=lambda item: (-item[1], item[0]))
+                rows.append({"character": character, "tag": tag, "features": pushed[:top_k]})
+            explained.append(rows)
+        return explained
 
     def predict(self, X: Sequence) -> list[list[str]]:
         """IOB2 tags, one per character of each record's own text: the CRF reads NFC, and its tags are
