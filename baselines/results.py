@@ -16,6 +16,7 @@ except ImportError:  # Windows
     fcntl = None
 
 from baselines.dataio import DataError, atomic_output, read_json, write_json_atomic
+from baselines.provenance import code_version
 from baselines.registry import all_tasks
 
 # Published KLUE scores (KLUE README, test set, neural models), printed beside ours as anchors.
@@ -338,7 +339,7 @@ def scale_table(results_dir: Path) -> str | None:
 
 
 def describe_machine(machine: dict[str, str]) -> str:
-    """A result's machine (as driver.machine() records it) in words: its CPU and Kiwi's kernels there."""
+    """A result's machine (as provenance.machine() records it) in words: its CPU and Kiwi's kernels there."""
     return (f"{machine.get('cpu', 'an unknown CPU')} ({machine.get('architecture', '?')}), Kiwi kernels "
             f"{machine.get('kiwi_arch', '?')}")
 
@@ -399,8 +400,6 @@ def regenerate_readme(results_dir: Path) -> Path:
                             f"{protocol_cell(record)} | {seconds:.1f} | {peak} |")
     commits = sorted({(record.get("code") or {}).get("git_commit", "")[:7] for runs in runs_by_task.values()
                       for record in runs.values()} - {""})
-    from baselines.driver import code_version  # the driver records runs through this module
-
     writer = code_version()
     head = (writer.get("git_commit") or "")[:7] + (" with local changes" if writer.get("git_dirty") else "")
     provenance = (f"Written on {datetime.date.today().isoformat()} by the code at "
