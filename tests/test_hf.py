@@ -183,10 +183,15 @@ def test_predict_writes_hf_predictions(exports, tmp_path):
                                        "--output", str(output), "--format", "hf"])
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in output.read_text(encoding="utf-8").split("\n") if line]
-    assert all(set(row) == {"label"} and isinstance(row["label"], int) for row in rows)
+    # The class probabilities are kept, as HF users keep probabilities: a list in ClassLabel order.
+    assert all(set(row) == {"label", "probs"} and isinstance(row["label"], int) for row in rows)
+    assert all(len(row["probs"]) == 7 and row["probs"][row["label"]] == max(row["probs"]) for row in rows)
     scored = CliRunner().invoke(main, ["-q", "score", "ynat", "--gold", str(export(exports, "ynat", "dev", "jsonl")),
                                        "--predictions", str(output), "--json"])
     assert scored.exit_code == 0 and json.loads(scored.output)["metrics"]["macro_f1"] > 0
+    report = api.report("ynat", export(exports, "ynat", "dev", "jsonl"), output)
+    assert report["errors_ranked_by"] == "the probability the model gave its wrong label"
+    assert report["errors"] and all(0 < error["how_wrong"] < 1 for error in report["errors"])
 
 
 def test_dp_conllu_out_parses_and_reads_back(tmp_path):

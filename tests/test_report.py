@@ -151,3 +151,20 @@ def test_a_second_report_does_not_overwrite_the_first_ones_figures(tmp_path):
     with pytest.raises(api.driver.UsageError, match="already holds ynat-confusion.png"):
         api.report("ynat", dev, rows, plots_dir=tmp_path)
     assert {path: Path(path).read_bytes() for path in first["figures"]} == drawn
+
+
+def test_terminal_tables_align_beside_hangul(tmp_path):
+    from baselines.cli import _display_width
+    dev = api.data_file("ynat", "dev")
+    rows = api.predict("ynat", api.fit("ynat", api.data_file("ynat", "train"), "trivial"), dev)
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    scored = CliRunner().invoke(main, ["-q", "score", "ynat", "--gold", str(dev), "--predictions", str(predictions)])
+    lines = [line for line in scored.output.splitlines() if line.startswith("class_f1/")]
+    assert len(lines) == 7 and len({_display_width(line) for line in lines}) == 1, lines  # numbers end together
+    reported = CliRunner().invoke(main, ["-q", "report", "ynat", "--gold", str(dev), "--predictions", str(predictions)])
+    table = reported.output.split("per class")[1].split("\n\n")[0].splitlines()[1:]
+    # The second column starts at the same display column on every row, Hangul labels or not.
+    starts = {_display_width(line[:line.index("  ")]) + len(line[line.index("  "):]) - len(line[line.index("  "):].lstrip())
+              for line in table}
+    assert len(table) == 8 and len(starts) == 1, table
