@@ -349,7 +349,8 @@ def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence 
         if hasattr(model, "feature_contributions"):
             explanation["examples"] = [
                 {"guid": guid, "input": shown, "prediction": label, "features": listed(features)}
-                for guid, shown, (label, features) in zip(guids, plain, model.feature_contributions(records, per_input))]
+                for guid, shown, (label, features) in zip(guids, plain,
+                                                          model.feature_contributions(records, per_input))]
             rows += [{"guid": example["guid"], "prediction": example["prediction"], **item}
                      for example in explanation["examples"] for item in example["features"]]
         else:

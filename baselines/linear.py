@@ -58,7 +58,8 @@ class OrderedLogisticRegression(ClassifierMixin, BaseEstimator):
         Iterations run.
     """
 
-    _parameter_constraints = {"C": [POSITIVE], "class_weight": [StrOptions({"balanced"}), dict, None], "tol": [POSITIVE],
+    _parameter_constraints = {"C": [POSITIVE], "class_weight": [StrOptions({"balanced"}), dict, None],
+                              "tol": [POSITIVE],
                               "max_iter": [ITERATIONS]}
 
     def __init__(self, C: float = 1.0, class_weight=None, tol: float = 1e-4, max_iter: int = 100):

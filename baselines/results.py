@@ -279,7 +279,8 @@ def protocol_section(runs_by_task: dict[str, dict]) -> list[str]:
     if not used:
         return []
     return ["## Protocols", "", "| protocol | meaning | comparable with published numbers |", "|---|---|---|",
-            *(f"| {name} | {protocol_meaning(name)} | {'yes (as design: ours are dev scores)' if name == 'official' else 'no'} |"
+            *(f"| {name} | {protocol_meaning(name)} | "
+              f"{'yes (as design: ours are dev scores)' if name == 'official' else 'no'} |"
               for name in used), ""]
 
 

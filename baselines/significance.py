@@ -123,11 +123,6 @@ def paired_bootstrap(spec: TaskSpec, records: Sequence, predictions_a: Sequence[
     return {"resamples": resamples, "seed": seed, "units": len(units), "metrics": rows}
 
 
-# The breakdown `compare` shows by default: where, in each task, a lead was won or lost.
-BREAKDOWNS = {"ynat": "class_f1", "nli": "class_f1", "re": "class_f1", "ner": "entity_f1", "wos": "slot_accuracy",
-              "mrc": "exact_match", "sts": None, "dp": None}
-
-
 def chosen_metrics(spec: TaskSpec, asked: Sequence[str] | None, observed: tuple[dict, dict]
                    ) -> tuple[list[str], list[str]]:
     """(headline metrics, breakdown metrics) to compare. `asked`: metric names, or breakdown names that
@@ -135,7 +130,7 @@ def chosen_metrics(spec: TaskSpec, asked: Sequence[str] | None, observed: tuple[
     name is a metric too: MRC's 'exact_match/'); None for the task's headline and its default breakdown. A
     ValueError names what is not among the scorer's metrics on this gold."""
     known = sorted(set(observed[0]) | set(observed[1]))
-    default = BREAKDOWNS.get(spec.code)
+    default = spec.breakdown
     chosen = list(asked) if asked else [*spec.headline, *([f"{default}/"] if default else [])]
     headline, breakdown = [], []
     for name in chosen:

@@ -205,8 +205,9 @@ def tally_re(gold: Sequence[str], pred: Sequence[str], probs: np.ndarray | None,
     columns = _label_columns(gold, pred, present_labels)
     relation = np.array([label != scoring.RE_NO_RELATION for label in present_labels])
     gold_arr = np.asarray(gold)
-    curves = [] if probs is None else [PrecisionRecallAreas(gold_arr == label, np.asarray(probs, dtype=float)[:, column])
-                                       for column, label in enumerate(labels)]
+    prob_arr = None if probs is None else np.asarray(probs, dtype=float)
+    curves = [] if prob_arr is None else [PrecisionRecallAreas(gold_arr == label, prob_arr[:, column])
+                                          for column, label in enumerate(labels)]
 
     def finish(sums: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
         _f1, _present, per_class = _class_f1(columns, sums, present_labels)
@@ -232,9 +233,10 @@ def tally_dp(gold_heads: Sequence[Sequence[int]], gold_deprels: Sequence[Sequenc
 
     heads = sorted({h for sentence in [*gold_heads, *pred_heads] for h in sentence})
     head_index = {head: i for i, head in enumerate(heads)}
-    types = sorted({collapse(label) for sentence in gold_deprels for label in sentence}
-                   | {collapse(label) if hp == hg else pad for hps, hgs, labels in zip(pred_heads, gold_heads, pred_deprels)
-                      for hp, hg, label in zip(hps, hgs, labels)})
+    predicted_types = {collapse(label) if hp == hg else pad
+                       for hps, hgs, labels in zip(pred_heads, gold_heads, pred_deprels)
+                       for hp, hg, label in zip(hps, hgs, labels)}
+    types = sorted({collapse(label) for sentence in gold_deprels for label in sentence} | predicted_types)
     type_index = {kind: i for i, kind in enumerate(types)}
     columns = Columns(len(gold_heads), words=1, head_tp=len(heads), head_gold=len(heads), head_pred=len(heads),
                       type_tp=len(types), type_gold=len(types), type_pred=len(types))

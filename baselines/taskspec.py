@@ -74,6 +74,8 @@ class TaskSpec:
     score_notes: Callable[[dict], list[str]] = field(default=lambda metrics: [])
     compare: Callable[[Sequence, Sequence[dict]], Any] | None = None  # gold vs predicted, for `report`
     tally: Callable[[Sequence, Sequence[dict], dict], Any] | None = None
+    # The family of score keys that `compare` breaks a lead down by ('class_f1' for 'class_f1/경제', ...).
+    breakdown: str | None = None
 
     def __post_init__(self) -> None:
         # One place makes every task read Hugging Face exports: load and load_input try them first (the

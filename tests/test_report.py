@@ -165,6 +165,9 @@ def test_terminal_tables_align_beside_hangul(tmp_path):
     reported = CliRunner().invoke(main, ["-q", "report", "ynat", "--gold", str(dev), "--predictions", str(predictions)])
     table = reported.output.split("per class")[1].split("\n\n")[0].splitlines()[1:]
     # The second column starts at the same display column on every row, Hangul labels or not.
-    starts = {_display_width(line[:line.index("  ")]) + len(line[line.index("  "):]) - len(line[line.index("  "):].lstrip())
-              for line in table}
+    def second_column(line: str) -> int:
+        label, rest = line[:line.index("  ")], line[line.index("  "):]
+        return _display_width(label) + len(rest) - len(rest.lstrip())
+
+    starts = {second_column(line) for line in table}
     assert len(table) == 8 and len(starts) == 1, table

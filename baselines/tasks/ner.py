@@ -105,7 +105,8 @@ def _scored_tags(record: NerSentence, tags: Sequence[str]) -> list[str]:
                           f"{len(record.text)} characters")
 
 
-def gold_and_predicted_tags(records: Sequence[NerSentence], predictions: Sequence[dict]) -> tuple[list[list], list[list]]:
+def gold_and_predicted_tags(records: Sequence[NerSentence],
+                            predictions: Sequence[dict]) -> tuple[list[list], list[list]]:
     """Gold and predicted tags of the scored characters, per sentence in record order, the predictions
     checked."""
     aligned = align_predictions(records, predictions, lambda r: r.guid)
@@ -544,7 +545,7 @@ TASK = TaskSpec(
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"crf": character_crf, "trivial": all_outside}, default_model="crf",
-    predict=predict, score=score, tally=tally, headline=("entity_macro_f1", "char_macro_f1"),
+    predict=predict, score=score, tally=tally, breakdown="entity_f1", headline=("entity_macro_f1", "char_macro_f1"),
     prediction_example='{"guid": "klue-ner-v1_dev_00001-wikitree", "tags": ["B-PS", "O", "O", ...]}',
     compare=compare,
 )

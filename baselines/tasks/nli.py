@@ -20,7 +20,8 @@ from baselines import hf, scoring, tallies
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import TaskModel, TrainingDataError, plain_pair, records_from
 from baselines.explain import LinearExplanation
-from baselines.params import FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, NON_NEGATIVE, POSITIVE, SEED
+from baselines.params import (FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, NON_NEGATIVE,
+                              POSITIVE, SEED)
 from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
                                 jsonl_records, label_predictions)
 from features.analysis import analyze
@@ -198,7 +199,8 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
 
     _parameter_constraints = {
         "C": [POSITIVE], "ngram_range": [NGRAM_RANGE], "char_ngrams": [NGRAM_RANGE, None], "min_df": [MIN_COUNT],
-        "cross_weight": [NON_NEGATIVE], "marks": ["boolean"], "neighbours": [NEIGHBOURS], "stack_folds": [*FOLDS_OR_OFF],
+        "cross_weight": [NON_NEGATIVE], "marks": ["boolean"], "neighbours": [NEIGHBOURS],
+        "stack_folds": [*FOLDS_OR_OFF],
         "n_jobs": [JOBS, None], "max_iter": [ITERATIONS], "random_state": [SEED],
     }
 
@@ -346,7 +348,7 @@ TASK = TaskSpec(
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": inference_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
-    predict=label_predictions, score=score, tally=tally, headline=("accuracy",),
+    predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("accuracy",),
     group=lambda record: record.premise,  # a premise's hypotheses share its words: one fold holds them all
     prediction_example='{"guid": "klue-nli-v1_dev_00000", "label": "contradiction"}',
     compare=compare,

@@ -431,7 +431,8 @@ TASK = TaskSpec(
     as_records=as_records, plain_inputs=plain_inputs,
     load_resources=load_resources, targets=targets,
     models={"features-lr": relation_classifier, "trivial": prior_distribution}, default_model="features-lr",
-    predict=label_predictions, score=score, tally=tally, headline=("micro_f1", "auprc"), score_notes=score_notes,
+    predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("micro_f1", "auprc"),
+    score_notes=score_notes,
     prediction_example='{"guid": "klue-re-v1_dev_00000", "label": "no_relation", '
                        '"probs": {"no_relation": 0.91, "per:title": 0.02, ...}}',
     compare=compare,

@@ -655,7 +655,7 @@ TASK = TaskSpec(
     plain_inputs=plain_inputs,
     load_resources=load_resources, targets=targets,
     models={"rules-lr": state_tracker, "trivial": empty_state}, default_model="rules-lr",
-    predict=predict, score=score, tally=tally, headline=("joint_goal_accuracy", "slot_f1"),
+    predict=predict, score=score, tally=tally, breakdown="slot_accuracy", headline=("joint_goal_accuracy", "slot_f1"),
     prediction_example='{"guid": "wos-v1_dev_00000", "states": [["관광-이름-명동 쇼핑 거리"], [...], ...]}',
     compare=compare,
 )

@@ -226,7 +226,7 @@ TASK = TaskSpec(
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": topic_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
-    predict=label_predictions, score=score, tally=tally, headline=("macro_f1",),
+    predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("macro_f1",),
     prediction_example='{"guid": "ynat-v1_dev_00000", "label": "사회"}',
     compare=compare,
 )

@@ -139,7 +139,7 @@ TASK = TaskSpec(
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"span-ranker": span_ranker, "trivial": empty_answer}, default_model="span-ranker",
-    predict=predict, score=score, tally=tally, headline=("exact_match", "rouge_w"),
+    predict=predict, score=score, tally=tally, breakdown="exact_match", headline=("exact_match", "rouge_w"),
     group=lambda record: record.context, predictions_from_json=predictions_from_json,
     prediction_formats="JSONL with one prediction per line, or a {question_id: answer} object",
     prediction_example='{"guid": "klue-mrc-v1_dev_01891", "answer": "뉴 740Li 25주년 에디션"}',
