@@ -244,7 +244,7 @@ def training_subset(task: TaskSpec, records: Sequence, fraction: float, seed: in
 
 
 def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None, seed: int = 0, cv: int = 0,
-                  log: Callable[[str], None] = lambda message: None, train_fraction: float = 1.0,
+                  log: Callable[[str], None] = progress.quiet, train_fraction: float = 1.0,
                   params: dict[str, Any] | None = None, fitted: tuple[str, Any] | None = None,
                   workers: parallel.Workers = parallel.Workers()) -> tuple[dict, list[dict]]:
     """Train on the train file (and, with cv, on the other dev folds), predict the dev file, score it.

@@ -33,7 +33,7 @@ def _with_article(task: str) -> str:
     """'a YNAT', 'an NLI', 'a WoS': the article as the name is read out, letter by letter for an acronym
     (the letters listed are those whose names start with a vowel sound: en, em, es, ar...)."""
     name = _display(task)
-    return f"{'an' if name[0] in 'AEFHILMNORSX' and task not in ('ynat', 'wos') else 'a'} {name}"
+    return f"{'an' if name[0] in 'AEFHILMNORSX' else 'a'} {name}"
 
 
 def naming_other_task(code: str, read: Callable) -> Callable:

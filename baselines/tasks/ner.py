@@ -183,7 +183,7 @@ def to_iobes(tags: Sequence[str]) -> list[str]:
 
 def iobes_to_iob2(tags: Sequence[str]) -> list[str]:
     """IOBES -> IOB2 (then repair_iob2 for sequences that IOBES itself would not allow)."""
-    return [("B-" if tag[:2] in ("B-", "S-") else "I-") + tag[2:] if tag != "O" else tag for tag in tags]
+    return [iob2_label(tag) for tag in tags]
 
 
 def _position(index: int, start: int, end: int) -> str:
