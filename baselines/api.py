@@ -33,16 +33,13 @@ from baselines.persistence import save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task, task_code
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 from features import analysis
+from baselines.errors import SampleDataWarning
 
 PathLike = str | os.PathLike
 Log = Callable[[str], None]
 # `log` tells what long work is doing: by default one line on stderr each (progress.say), which a terminal
 # and a notebook both show; progress.quiet (or any function) instead.
 quiet = progress.quiet
-
-
-class SampleDataWarning(UserWarning):
-    """The data is the small sample shipped with the package: its scores are not KLUE results."""
 
 
 _SAMPLE_WARNED: set[str] = set()  # tasks warned about in this process: once each is enough
@@ -749,7 +746,8 @@ def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | No
     stem = task if report["model"] == get_task(task).default_model else f"{task}-{report['model']}"
     path = results.write_result(Path(results_dir), folder / f"{stem}.json", report)
     if plots_dir is not None:
-        figure = plots.scale_chart(results.scale_reports(Path(results_dir)), plots_dir / "scale.png")
+        figure = plots.scale_chart(results.scale_reports(Path(results_dir)), plots_dir / "scale.png",
+                                   results.SECONDS_BUDGET)
         log(f"{task}: figure written to {figure}")
     return report, path
 

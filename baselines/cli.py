@@ -14,16 +14,11 @@ import click
 
 from baselines import bench as bench_module
 from baselines import api, datafiles, driver, parallel, reproduce, results, significance, tuning
-from baselines.dataio import DataError, check_output_file, check_output_folder, write_json_atomic
-from baselines.estimators import TrainingDataError
-from baselines.persistence import ModelFileError
+from baselines.dataio import check_output_file, check_output_folder, write_json_atomic
+from baselines.errors import EXPLAINED_ERRORS
 from baselines.registry import TASK_CODES, UnknownTask, all_tasks, get_task, task_code
-from baselines.taskspec import PredictionError
 from features import analysis
-from features.embeddings import EmbeddingFileError
 
-KNOWN_ERRORS = (DataError, PredictionError, ModelFileError, datafiles.DownloadError, driver.UsageError,
-                parallel.BackendError, results.SampleOverResults, TrainingDataError, EmbeddingFileError, UnknownTask)
 
 
 def friendly_errors(command: Callable) -> Callable:
@@ -32,7 +27,7 @@ def friendly_errors(command: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
-        except KNOWN_ERRORS as error:
+        except EXPLAINED_ERRORS as error:
             raise click.ClickException(str(error)) from None
         except SystemError as error:
             # A C extension (Kiwi's analysis) that sees Ctrl-C returns with the KeyboardInterrupt pending,
@@ -689,7 +684,7 @@ def reproduce_command(ctx, task_codes, results_dir: Path) -> None:
     """Rerun the commands recorded in results/ (each with an empty cache, into a temporary folder) and show
     each row's committed and rerun headline scores; exits non-zero on any difference."""
     out = console(ctx)
-    comparisons = reproduce.reproduce(results_dir, task_codes or TASK_CODES, log=out.log)
+    comparisons = reproduce.reproduce(results_dir, task_codes or TASK_CODES, run, log=out.log)
     if not comparisons:
         raise driver.UsageError(f"no recorded runs in {results_dir}")
     # Four decimals: the digits a record keeps, so that any difference shows.

@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 
 from baselines.dataio import atomic_output, file_sha256
 from baselines.taskspec import TaskSpec
+from baselines.errors import DownloadError
 
 DATA_DIR_VARIABLE = "KLUE_DATA_DIR"
 
@@ -26,10 +27,6 @@ class OfficialFile:
     size: int
     sha256: str
     url: str
-
-
-class DownloadError(Exception):
-    """A file that could not be fetched or verified; nothing is left at its target."""
 
 
 def official_manifest() -> dict[str, OfficialFile]:

@@ -15,23 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from features.characters import LONE_SURROGATE, without_lone_surrogates
-
-
-class DataError(Exception):
-    """Malformed input. The message names the file, the record (line or guid) and what was expected."""
-
-    def __init__(self, path: os.PathLike | str, where: str | None, problem: str):
-        self.path, self.where, self.problem = str(path), where, problem
-        location = f"{self.path}: {where}" if where else self.path
-        super().__init__(f"{location}: {problem}")
-
-    def __reduce__(self):  # raised in a worker process, it is pickled back with its three parts
-        return type(self), (self.path, self.where, self.problem)
-
-
-class InputWarning(UserWarning):
-    """Input that is used, but not as given or not as the official code would expect (the CLI prints it as
-    one 'Warning:' line)."""
+from baselines.errors import DataError, InputWarning
 
 
 # A lone surrogate can reach a str only through a JSON escape such as \ud800 (UTF-8 cannot encode one), so

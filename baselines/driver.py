@@ -18,10 +18,7 @@ from baselines.registry import did_you_mean, get_task
 from baselines.results import jsonable_scores
 from baselines.taskspec import TaskSpec, repeated
 from features import analysis
-
-
-class UsageError(Exception):
-    """A request the driver cannot carry out as asked (missing data, unknown model, ...)."""
+from baselines.errors import UsageError
 
 
 @dataclass
@@ -88,8 +85,6 @@ class Stopwatch:
         self.stages["analysis"] = self.stages.get("analysis", 0.0) + in_analysis
         self.stages[stage] = self.stages.get(stage, 0.0) + elapsed - in_analysis
         return result
-
-
 
 
 def describe_file(path: Path, records: int | None = None) -> dict:

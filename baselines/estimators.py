@@ -8,6 +8,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from baselines.dataio import DataError
 from baselines.params import check_hyper_parameters
+from baselines.errors import TrainingDataError
 
 # Plain inputs have no file: errors in them name this instead, with the item's position.
 PLAIN_INPUT = Path("<plain input>")
@@ -28,11 +29,6 @@ def records_from(X: Sequence, record_type: type, build: Callable[[Any, str, str]
         except DataError as error:
             raise ValueError(f"{error.where}: {error.problem} (or a {record_type.__name__})") from None
     return records
-
-
-class TrainingDataError(ValueError):
-    """The training data is too small for a hyper-parameter's setting (more folds than groups, say): the
-    command line shows it as one error line."""
 
 
 class TaskModel:

@@ -16,13 +16,10 @@ from joblib.parallel import BACKENDS
 
 from baselines import memory
 from features import analysis
+from baselines.errors import BackendError
 
 # Backends that joblib does not bring: the package that registers each, and the extra that installs it.
 CLUSTER_BACKENDS = {"dask": "distributed", "ray": "ray"}
-
-
-class BackendError(Exception):
-    """A --backend that does not exist, or whose package is not installed."""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from baselines.dataio import atomic_output, file_sha256
 from baselines.registry import get_task
+from baselines.errors import ModelFileError
 
 FORMAT = "klue-baselines-model/2"
 MAGIC = b"KLUE-BASELINES-MODEL\n"
@@ -41,10 +42,6 @@ def skops_io():
     except ImportError:
         return None
     return skops.io
-
-
-class ModelFileError(Exception):
-    """A model file that is not ours, is damaged, or belongs to another task or library version."""
 
 
 def training_digest(paths: Sequence[Path]) -> str:

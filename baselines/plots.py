@@ -14,18 +14,14 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from baselines import results
 from baselines.dataio import atomic_output
+from baselines.errors import PlotsUnavailable
 
 EXTRA_HINT = 'figures need the plots extra: pip install "klue-baselines[plots]"'
 FONT_PACKAGE, FONT_FILE, FONT_FAMILY = "koreanize_matplotlib", "fonts/NanumGothic.ttf", "NanumGothic"
 
 # One colour per role across every figure, from matplotlib's default cycle, so a slide series stays coherent.
 OURS, FLOOR, MBERT, ROBERTA = "tab:blue", "0.55", "tab:orange", "tab:red"
-
-
-class PlotsUnavailable(Exception):
-    """matplotlib or the Korean font is not installed: the message says which extra to install."""
 
 
 def _font_path() -> Path:
@@ -209,10 +205,10 @@ def results_chart(rows: Sequence[dict], path: Path) -> Path:
         return _save(figure, path, data=list(rows))
 
 
-def scale_chart(reports: Sequence[dict], path: Path) -> Path:
+def scale_chart(reports: Sequence[dict], path: Path, budget_seconds: float) -> Path:
     """Fit + predict seconds against training records on log-log axes, one line per task (from results/scale/):
     the slope is the growth exponent k of time ~ n^k (the legend's, of fit + predict), and the dotted line is
-    the 10-minute budget."""
+    the budget of seconds per task."""
     with _korean_text() as Figure:
         figure = Figure(figsize=(7, 4.5), layout="constrained")
         axes = figure.add_subplot()
@@ -221,8 +217,7 @@ def scale_chart(reports: Sequence[dict], path: Path) -> Path:
             axes.plot([p["train_records"] for p in points], [p["seconds"]["fit"] + p["seconds"]["predict"]
                                                              for p in points], marker="o",
                       label=f"{report['task'].upper()} (k={report['fit_predict_exponent']})")
-        axes.axhline(results.SECONDS_BUDGET, color="0.5", linestyle=":",
-                     label=f"budget: {results.SECONDS_BUDGET / 60:g} minutes")
+        axes.axhline(budget_seconds, color="0.5", linestyle=":", label=f"budget: {budget_seconds / 60:g} minutes")
         axes.set_xscale("log")
         axes.set_yscale("log")
         axes.set_xlabel("training records (1/8 to 1x the official train file)")

@@ -5,12 +5,9 @@ import difflib
 import importlib
 
 from baselines.taskspec import TaskSpec
+from baselines.errors import UnknownTask
 
 TASK_CODES = ("ynat", "sts", "nli", "ner", "re", "dp", "mrc", "wos")
-
-
-class UnknownTask(ValueError):
-    """A task name that is none of TASK_CODES, with the closest one where there is one."""
 
 
 def did_you_mean(name: str, known: list[str] | tuple[str, ...]) -> str:

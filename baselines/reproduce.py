@@ -17,6 +17,7 @@ import click
 
 from baselines.dataio import DataError
 from baselines.results import describe_machine, load_task_results, task_file
+from baselines.errors import RefusedCommandWarning
 
 PROGRAM = "klue-baselines"
 # The global options a recorded command may carry before `run`; a rerun sets its own cache folder (empty, as a
@@ -27,10 +28,6 @@ _GLOBAL_OPTIONS_WITH_VALUE = ("--cache-dir", "--workers")
 # it: `python -m` and `-c` put the working folder first on sys.path, where a planted baselines/ would be found.
 _SAFE_ENTRY = ("import sys; sys.path = [p for p in sys.path if p not in ('', '.')]; "
                "from baselines.cli import main; main(prog_name='klue-baselines')")
-
-
-class RefusedCommandWarning(UserWarning):
-    """A recorded command that `reproduce` does not rerun (not a `run`, or options `run` does not take)."""
 
 
 @dataclass
@@ -87,12 +84,12 @@ def recorded_commands(results_dir: Path, task_codes: Sequence[str]) -> dict[str,
     return commands
 
 
-def rerun_arguments(command: str, project: Path, results_dir: Path, cache_dir: Path) -> list[str]:
-    """The arguments that rerun a recorded `klue-baselines run` command: parsed by `run`'s own parser, its
-    input paths made absolute from the project folder, written only to results_dir and an empty cache_dir
-    (no predictions, no figures). ValueError for anything else: another command, unknown options, a value
+def rerun_arguments(command: str, run_command: click.Command, project: Path, results_dir: Path, cache_dir: Path
+                    ) -> list[str]:
+    """The arguments that rerun a recorded `klue-baselines run` command: parsed by `run_command` (the CLI's
+    `run`, which the CLI hands over: it sits above this module), its input paths made absolute from the
+    project folder, written only to results_dir and an empty cache_dir (no predictions, no figures). ValueError for anything else: another command, unknown options, a value
     that `run` would refuse."""
-    from baselines.cli import run as run_command  # the CLI imports this module
     try:
         words = shlex.split(command)
     except ValueError as error:
@@ -138,11 +135,11 @@ def rerun_arguments(command: str, project: Path, results_dir: Path, cache_dir: P
     return arguments + ["--results-dir", str(results_dir)]
 
 
-def reproduce(results_dir: Path, task_codes: Sequence[str], log: Callable[[str], None] = print,
-              ) -> list[Comparison]:
-    """Rerun every recorded `run` command of `task_codes` (see rerun_arguments) with the installed package,
-    from the project folder that holds `results_dir`, each with an empty cache and its results in a
-    temporary folder, and compare the headline scores row by row. A command that is refused or fails is
+def reproduce(results_dir: Path, task_codes: Sequence[str], run_command: click.Command,
+              log: Callable[[str], None] = print) -> list[Comparison]:
+    """Rerun every recorded `run` command of `task_codes` (see rerun_arguments; `run_command` is the CLI's
+    `run`) with the installed package, from the project folder that holds `results_dir`, each with an empty
+    cache and its results in a temporary folder, and compare the headline scores row by row. A command that is refused or fails is
     reported through its rows, with no rerun value."""
     results_dir = Path(results_dir).resolve()
     comparisons = []
@@ -151,7 +148,7 @@ def reproduce(results_dir: Path, task_codes: Sequence[str], log: Callable[[str],
             scratch_path = Path(scratch)
             rerun_runs: dict[str, dict] = {}
             try:
-                arguments = rerun_arguments(command, results_dir.parent, scratch_path / "results",
+                arguments = rerun_arguments(command, run_command, results_dir.parent, scratch_path / "results",
                                             scratch_path / "cache")
             except ValueError as error:  # a warning, not a log line: --quiet must not hide it
                 warnings.warn(f"not rerun: {error}", RefusedCommandWarning, stacklevel=1)

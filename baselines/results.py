@@ -15,9 +15,11 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
+from baselines import plots
 from baselines.dataio import DataError, atomic_output, read_json, write_json_atomic
 from baselines.provenance import code_version
 from baselines.registry import all_tasks
+from baselines.errors import SampleOverResults
 
 # Published KLUE scores (KLUE README, test set, neural models), printed beside ours as anchors.
 ANCHORS = {
@@ -100,10 +102,6 @@ def run_file_stem(record: dict) -> str:
     cannot steer the file out of the folder it is written to."""
     stem = f"{record['task']}-{run_name(record).replace(' ', '-')}"
     return re.sub(r"[^0-9A-Za-z._=,+-]", "_", stem).replace("..", "__")
-
-
-class SampleOverResults(Exception):
-    """A run on the shipped sample asked to replace runs on KLUE data."""
 
 
 def check_sample_can_be_recorded(results_dir: Path, task: str) -> None:
@@ -368,8 +366,6 @@ FIGURE_FOLDER = "figures"
 def draw_results_figure(results_dir: Path, runs_by_task: dict[str, dict]) -> Path | None:
     """results_dir/figures/results.png from the same runs as the table, so that the two never disagree; None
     (and the figure left as it is) where the plots extra is not installed or nothing has our score."""
-    from baselines import plots  # plots reads this module's rows
-
     try:
         plots.check_available()
     except plots.PlotsUnavailable:

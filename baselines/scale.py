@@ -3,16 +3,15 @@ size in a process of its own with an empty analysis cache, and how the fit time 
 
 Where the training data here is smaller than the share asked for (NER and DP have prefixes of their train
 files, MRC and WoS only a part of dev), the set is filled with copies of its records, each made distinct so
-that no analysis cache, memo or de-duplication can skip it: copy k of a record has the word 사례k put in
-front of its text (NER: tagged O; DP: one more eojeol, attached to the root; MRC: of the passage, with the
-answers moved, and 문항k in front of the question; WoS: of every turn). A copy costs what a new record of
+that no analysis cache, memo or de-duplication can skip it: each task's TaskSpec.distinct_copy puts the word
+사례k in front of copy k's text (NER: tagged O; DP: one more eojeol, attached to the root; MRC: of the
+passage, with the answers moved, and 문항k in front of the question; WoS: of every turn). A copy costs what a new record of
 the same length costs, and its word is never a feature value seen elsewhere; what copies cannot reproduce
 is the vocabulary growth of new text, so models whose cost grows with their vocabulary (hashed or not) may
 be cheaper here than on the official file at the same size.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -20,7 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -30,49 +29,6 @@ from baselines.taskspec import TaskSpec
 from features import analysis
 
 SIZES = (0.125, 0.25, 0.5, 1.0)
-
-
-def _marker(copy: int) -> str:
-    return f"사례{copy}"
-
-
-def _ner_copy(record, copy: int):
-    prefix = _marker(copy) + " "
-    return dataclasses.replace(record, guid=f"{record.guid}-copy{copy}", text=prefix + record.text,
-                               tags=["O"] * len(prefix) + list(record.tags))
-
-
-def _dp_copy(record, copy: int):
-    from baselines.tasks.dp import DpWord
-
-    root = next(index for index, word in enumerate(record.words, start=1) if word.head == 0)
-    marker = _marker(copy)
-    words = [DpWord(marker, f"사례 {copy}", "NNG+SN", root + 1, "NP_AJT")]
-    words += [dataclasses.replace(word, head=word.head + 1 if word.head else 0) for word in record.words]
-    return dataclasses.replace(record, guid=f"{record.guid}-copy{copy}", text=f"{marker} {record.text}",
-                               words=words)
-
-
-def _mrc_copy(record, copy: int):
-    prefix = f"{_marker(copy)}에 관한 글이다. "
-
-    def moved(answers):
-        return [dataclasses.replace(answer, start=answer.start + len(prefix)) for answer in answers]
-
-    # The question gets another word, so that it does not match the passage's new sentence.
-    return dataclasses.replace(record, guid=f"{record.guid}-copy{copy}", context=prefix + record.context,
-                               question=f"문항{copy}. {record.question}", answers=moved(record.answers),
-                               plausible_answers=moved(record.plausible_answers))
-
-
-def _wos_copy(record, copy: int):
-    turns = [dataclasses.replace(turn, text=f"{_marker(copy)}. {turn.text}") for turn in record.turns]
-    return dataclasses.replace(record, guid=f"{record.guid}-copy{copy}", turns=turns)
-
-
-# Tasks whose data here is smaller than the official train file: how to make a distinct copy of a record.
-DISTINCT_COPY: dict[str, Callable[[Any, int], Any]] = {"ner": _ner_copy, "dp": _dp_copy, "mrc": _mrc_copy,
-                                                       "wos": _wos_copy}
 
 
 def official_train_size(code: str) -> int:
@@ -86,7 +42,7 @@ def training_set(task: TaskSpec, pool: Sequence, size: float, seed: int) -> tupl
     wanted = round(size * official_train_size(task.code))
     if not pool:
         raise driver.UsageError(f"{task.code}: no training records to build the scale sets from")
-    if wanted > len(pool) and task.code not in DISTINCT_COPY:
+    if wanted > len(pool) and task.distinct_copy is None:
         raise driver.UsageError(f"{task.code}: {size:g} x the official training size is {wanted} records and the "
                                 f"training file has {len(pool)}; give the full official file")
     order = np.random.default_rng(seed).permutation(len(pool))
@@ -94,7 +50,7 @@ def training_set(task: TaskSpec, pool: Sequence, size: float, seed: int) -> tupl
     records, copy = list(shuffled[:wanted]), 0
     while len(records) < wanted:
         copy += 1
-        records.extend(DISTINCT_COPY[task.code](record, copy) for record in shuffled[:wanted - len(records)])
+        records.extend(task.distinct_copy(record, copy) for record in shuffled[:wanted - len(records)])
     return records, copy
 
 

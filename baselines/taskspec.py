@@ -10,6 +10,7 @@ from typing import Any, Callable, Sequence
 from baselines import formats, hf
 from baselines.dataio import DataError, read_jsonl
 from baselines.report import Comparison
+from baselines.errors import PredictionError
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ class TaskSpec:
     tally: Callable[[Sequence, Sequence[dict], dict], Any] | None = None
     # The family of score keys that `compare` breaks a lead down by ('class_f1' for 'class_f1/경제', ...).
     breakdown: str | None = None
+    # (record, k) -> copy k of the record, distinct from the record and from its other copies in every text
+    # (copy_marker(k) put in), for the scale benchmark where the data here is smaller than the official train
+    # file (NER and DP have prefixes of it, MRC and WoS only part of dev).
+    distinct_copy: Callable[[Any, int], Any] | None = None
 
     def __post_init__(self) -> None:
         # One place makes every task read Hugging Face exports: load and load_input try them first (the
@@ -95,11 +100,13 @@ class TaskSpec:
         return names + (self.dev_file,) + self.extra_files
 
 
-class PredictionError(ValueError):
-    """Predictions that do not fit the gold data: missing or unknown ids, labels outside the label set."""
-
-
 _SOURCE_SUFFIX = re.compile(r"^(klue-(?:ner|dp)-v1(?:\.1)?_[a-z]+_\d+)[-_][A-Za-z]+$")
+
+
+def copy_marker(copy: int) -> str:
+    """The word that makes copy `copy` of a record distinct (TaskSpec.distinct_copy): never a feature value seen
+    elsewhere, so no analysis cache, memo or de-duplication can skip the copy."""
+    return f"사례{copy}"
 
 
 def official_stem(guid: str) -> str:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -16,7 +16,7 @@ from baselines.estimators import NothingLearnt, TaskModel, plain_text, records_f
 from baselines.explain import strongest
 from baselines.params import FOLDS_OR_OFF, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, SEED, StrOptions
 from baselines.report import Comparison
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
+from baselines.taskspec import PredictionError, TaskSpec, align_predictions, copy_marker, jsonl_records
 from features.align import char_to_eojeol, char_to_morpheme
 from features.analysis import analyze
 from features.characters import char_class, shape
@@ -537,6 +537,14 @@ def compare(records: Sequence[NerSentence], aligned: Sequence[dict]) -> Comparis
     return comparison
 
 
+
+def distinct_copy(record: NerSentence, copy: int) -> NerSentence:
+    """Copy `copy` of a sentence for the scale benchmark: copy_marker(copy) and a space in front, tagged O."""
+    prefix = copy_marker(copy) + " "
+    return replace(record, guid=f"{record.guid}-copy{copy}", text=prefix + record.text,
+                   tags=["O"] * len(prefix) + list(record.tags))
+
+
 TASK = TaskSpec(
     code="ner", title="NER named entity recognition", folder="klue-ner-v1.1",
     train_file="klue-ner-v1.1_train.tsv", dev_file="klue-ner-v1.1_dev.tsv",
@@ -548,4 +556,5 @@ TASK = TaskSpec(
     predict=predict, score=score, tally=tally, breakdown="entity_f1", headline=("entity_macro_f1", "char_macro_f1"),
     prediction_example='{"guid": "klue-ner-v1_dev_00001-wikitree", "tags": ["B-PS", "O", "O", ...]}',
     compare=compare,
+    distinct_copy=distinct_copy,
 )

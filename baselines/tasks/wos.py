@@ -23,7 +23,7 @@ from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_ro
 from baselines.explain import linear_top_features
 from baselines.params import FOLDS, JOBS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.report import Comparison, precision_recall_rows
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions
+from baselines.taskspec import PredictionError, TaskSpec, align_predictions, copy_marker
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.vectorize import morpheme_tokens, ngrams
@@ -647,6 +647,13 @@ def count_slot_values(counts: dict[str, Counter], gold: Sequence[str], pred: Seq
             counts[slot]["fn"] += 1
 
 
+
+def distinct_copy(record: WosDialogue, copy: int) -> WosDialogue:
+    """Copy `copy` of a dialogue for the scale benchmark: copy_marker(copy) in front of every turn."""
+    turns = [replace(turn, text=f"{copy_marker(copy)}. {turn.text}") for turn in record.turns]
+    return replace(record, guid=f"{record.guid}-copy{copy}", turns=turns)
+
+
 TASK = TaskSpec(
     code="wos", title="WoS dialogue state tracking", folder="wos-v1.1",
     train_file="wos-v1.1_train.json", dev_file="wos-v1.1_dev.json", extra_files=(ONTOLOGY,),
@@ -658,4 +665,5 @@ TASK = TaskSpec(
     predict=predict, score=score, tally=tally, breakdown="slot_accuracy", headline=("joint_goal_accuracy", "slot_f1"),
     prediction_example='{"guid": "wos-v1_dev_00000", "states": [["관광-이름-명동 쇼핑 거리"], [...], ...]}',
     compare=compare,
+    distinct_copy=distinct_copy,
 )

@@ -19,7 +19,7 @@ from baselines.estimators import PLAIN_INPUT, TaskModel, plain_text, records_fro
 from baselines.explain import linear_top_features
 from baselines.params import ITERATIONS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.report import Comparison
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions, jsonl_records
+from baselines.taskspec import PredictionError, TaskSpec, align_predictions, copy_marker, jsonl_records
 from features.analysis import analyze
 from features.morphemes import eojeol_spans
 from features.normalize import nfc_fields
@@ -769,6 +769,17 @@ def compare(records: Sequence[DpSentence], aligned: Sequence[dict]) -> Compariso
     return comparison
 
 
+
+def distinct_copy(record: DpSentence, copy: int) -> DpSentence:
+    """Copy `copy` of a sentence for the scale benchmark: one more eojeol in front, copy_marker(copy),
+    attached to the root as an adjunct."""
+    root = next(index for index, word in enumerate(record.words, start=1) if word.head == 0)
+    marker = copy_marker(copy)
+    words = [DpWord(marker, f"사례 {copy}", "NNG+SN", root + 1, "NP_AJT")]
+    words += [replace(word, head=word.head + 1 if word.head else 0) for word in record.words]
+    return replace(record, guid=f"{record.guid}-copy{copy}", text=f"{marker} {record.text}", words=words)
+
+
 TASK = TaskSpec(
     code="dp", title="DP dependency parsing", folder="klue-dp-v1.1",
     train_file="klue-dp-v1.1_train.tsv", dev_file="klue-dp-v1.1_dev.tsv",
@@ -785,4 +796,5 @@ TASK = TaskSpec(
     prediction_example='{"guid": "klue-dp-v1_dev_00000_wikitree", "heads": [2, 6, 4, 6, 6, 0], '
                        '"deprels": ["NP", "NP_SBJ", "NP_MOD", "NP_AJT", "NP_OBJ", "VP"]}',
     compare=compare,
+    distinct_copy=distinct_copy,
 )

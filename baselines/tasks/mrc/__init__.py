@@ -8,7 +8,7 @@ from baselines.report import Comparison
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_numbers
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView,
                                             candidate_spans, question_type, question_view, related_words)
-from baselines.tasks.mrc.data import (MrcAnswer, MrcQuestion, as_records, from_hf, load, load_input, plain_inputs,
+from baselines.tasks.mrc.data import (MrcAnswer, MrcQuestion, as_records, distinct_copy, from_hf, load, load_input, plain_inputs,
                                       predictions_from_json, targets)
 from baselines.tasks.mrc.reader import EmptyAnswerReader, Reading, SpanRanker, empty_answer, span_ranker
 
@@ -144,4 +144,5 @@ TASK = TaskSpec(
     prediction_formats="JSONL with one prediction per line, or a {question_id: answer} object",
     prediction_example='{"guid": "klue-mrc-v1_dev_01891", "answer": "뉴 740Li 25주년 에디션"}',
     compare=compare,
+    distinct_copy=distinct_copy,
 )

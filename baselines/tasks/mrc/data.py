@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from baselines.dataio import DataError, looks_like_jsonl, read_json, require
 from baselines.estimators import PLAIN_INPUT, plain_row, records_from
-from baselines.taskspec import jsonl_records
+from baselines.taskspec import copy_marker, jsonl_records
 from features.normalize import nfc, nfc_text
 
 
@@ -169,3 +169,17 @@ def as_records(X: Sequence) -> list[MrcQuestion]:
 def plain_inputs(records: Sequence[MrcQuestion]) -> list[dict]:
     """Dicts with 'context' and 'question'."""
     return [{"context": record.context, "question": record.question} for record in records]
+
+
+def distinct_copy(record: MrcQuestion, copy: int) -> MrcQuestion:
+    """Copy `copy` of a question for the scale benchmark: a sentence naming copy_marker(copy) in front of
+    the passage (the answers moved), and 문항<copy> in front of the question, so that the question does not
+    match the passage's new sentence."""
+    prefix = f"{copy_marker(copy)}에 관한 글이다. "
+
+    def moved(answers: list[MrcAnswer]) -> list[MrcAnswer]:
+        return [replace(answer, start=answer.start + len(prefix)) for answer in answers]
+
+    return replace(record, guid=f"{record.guid}-copy{copy}", context=prefix + record.context,
+                   question=f"문항{copy}. {record.question}", answers=moved(record.answers),
+                   plausible_answers=moved(record.plausible_answers))

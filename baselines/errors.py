@@ -1,0 +1,93 @@
+"""Every error and warning the toolkit raises on purpose, under one base class each.
+
+A caller catches ``BaselinesError`` for any failure the toolkit explains (the CLI turns it into one ``Error:``
+line), or one subclass for one kind. Each subclass that replaces a built-in exception (ValueError) keeps it
+as a second base, so code that caught the built-in still does.
+
+The features layer sits below this module and cannot import it: its own two (``EmbeddingFileError``,
+``CacheWarning``) are defined there and listed here, so that this module is still the whole catalogue.
+"""
+from __future__ import annotations
+
+import os
+
+from features.cache import CacheWarning
+from features.embeddings import EmbeddingFileError
+
+__all__ = ["BaselinesError", "BaselinesWarning", "BackendError", "CacheWarning", "DataError", "DownloadError",
+           "EmbeddingFileError", "InputWarning", "ModelFileError", "PlotsUnavailable", "PredictionError",
+           "RefusedCommandWarning", "SampleDataWarning", "SampleOverResults", "TrainingDataError", "UnknownTask",
+           "UsageError", "EXPLAINED_ERRORS"]
+
+
+class BaselinesError(Exception):
+    """A failure the toolkit explains in its message: the CLI shows it as one 'Error:' line."""
+
+
+class BaselinesWarning(UserWarning):
+    """Something a user should know that does not stop the work."""
+
+
+class DataError(BaselinesError):
+    """Malformed input. The message names the file, the record (line or guid) and what was expected."""
+
+    def __init__(self, path: os.PathLike | str, where: str | None, problem: str):
+        self.path, self.where, self.problem = str(path), where, problem
+        location = f"{self.path}: {where}" if where else self.path
+        super().__init__(f"{location}: {problem}")
+
+    def __reduce__(self):  # raised in a worker process, it is pickled back with its three parts
+        return type(self), (self.path, self.where, self.problem)
+
+
+class PredictionError(BaselinesError, ValueError):
+    """Predictions that do not fit the gold data: missing or unknown ids, labels outside the label set."""
+
+
+class TrainingDataError(BaselinesError, ValueError):
+    """The training data is too small for a hyper-parameter's setting (more folds than groups, say)."""
+
+
+class UnknownTask(BaselinesError, ValueError):
+    """A task name that is none of the task codes, with the closest one where there is one."""
+
+
+class UsageError(BaselinesError):
+    """A request the driver cannot carry out as asked (missing data, unknown model, ...)."""
+
+
+class ModelFileError(BaselinesError):
+    """A model file that is not ours, is damaged, or belongs to another task or library version."""
+
+
+class DownloadError(BaselinesError):
+    """A file that could not be fetched or verified; nothing is left at its target."""
+
+
+class BackendError(BaselinesError):
+    """A --backend that does not exist, or whose package is not installed."""
+
+
+class SampleOverResults(BaselinesError):
+    """A run on the shipped sample asked to replace runs on KLUE data."""
+
+
+class PlotsUnavailable(BaselinesError):
+    """matplotlib or the Korean font is not installed: the message says which extra to install."""
+
+
+class InputWarning(BaselinesWarning):
+    """Input that is used, but not as given or not as the official code would expect (the CLI prints it as
+    one 'Warning:' line)."""
+
+
+class SampleDataWarning(BaselinesWarning):
+    """The data is the small sample shipped with the package: its scores are not KLUE results."""
+
+
+class RefusedCommandWarning(BaselinesWarning):
+    """A recorded command that `reproduce` does not rerun (not a `run`, or options `run` does not take)."""
+
+
+# What the CLI reports as one line: the toolkit's own failures, and the features layer's one.
+EXPLAINED_ERRORS = (BaselinesError, EmbeddingFileError)
