@@ -9,6 +9,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.frozen import FrozenEstimator
 
 from baselines import datafiles, hf, memory, parallel, progress, tuning
 from baselines.dataio import DataError, file_sha256
@@ -16,7 +17,7 @@ from baselines.params import check_hyper_parameters
 from baselines.provenance import code_version, machine, versions
 from baselines.registry import did_you_mean, get_task
 from baselines.results import jsonable_scores
-from baselines.taskspec import TaskSpec, repeated
+from baselines.taskspec import Requirement, TaskSpec, repeated
 from features import analysis
 from baselines.errors import UsageError
 
@@ -105,17 +106,44 @@ def describe_file(path: Path, records: int | None = None) -> dict:
 
 
 def build_model(task: TaskSpec, model_name: str | None, seed: int, resources: dict,
-                params: dict[str, Any] | None = None):
-    """(name, unfitted model): the task's default model unless named, with `params` set over its defaults."""
+                params: dict[str, Any] | None = None, log: Callable[[str], None] = progress.quiet):
+    """(name, unfitted model): the task's default model unless named, with `params` set over its defaults.
+    A parameter that names another task's training file (a TaskSpec.requires file_param, as MRC's ner_train)
+    is satisfied here: that task's default model is fitted on the file, after every other parameter has been
+    checked, and set frozen (see fitted_requirement)."""
     name = model_name or task.default_model
     if name not in task.models:
         raise UsageError(f"{task.code} has no model {name!r}; available: {', '.join(task.models)}")
     model = task.models[name](random_state=seed, resources=resources)
-    check_params(name, model, params or {})
+    params = dict(params or {})
+    files = {requirement: params.pop(requirement.file_param) for requirement in task.requires
+             if requirement.file_param in params}
+    check_params(name, model, params)
+    for requirement in files:
+        if requirement.model_param not in model.get_params():
+            raise UsageError(f"{name} takes no {requirement.task} model, so no {requirement.file_param}")
     if params:
         model.set_params(**params)
     check_values(name, model)
+    for requirement, path in files.items():
+        model.set_params(**{requirement.model_param: fitted_requirement(requirement, path, seed, log)})
     return name, model
+
+
+def fitted_requirement(requirement: Requirement, path: Any, seed: int, log: Callable[[str], None] = progress.quiet
+                       ) -> FrozenEstimator:
+    """The default model of `requirement.task` fitted on the training file `path` with `seed`, frozen: a clone
+    of the model that holds it (one per cross-fitting fold) shares it instead of refitting it."""
+    if not isinstance(path, (str, Path)) or not Path(path).is_file():
+        raise DataError(str(path), None, f"no such file ({requirement.file_param}: {requirement.what})")
+    spec = get_task(requirement.task)
+    records = spec.load(Path(path))
+    check_labelled(spec, records, Path(path))
+    name, model = build_model(spec, None, seed, spec.load_resources({}))
+    log(f"{spec.code}: fitting {name} on {len(records)} records from {Path(path).name}, for the "
+        f"{requirement.model_param}")
+    with progress.heartbeat(f"{spec.code}: fitting {name}", log):
+        return FrozenEstimator(model.fit(records, spec.targets(records)))
 
 
 def check_params(name: str, model, names) -> None:
@@ -273,7 +301,8 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     if data.train:
         check_labelled(task, train_records, data.train)
         task.check_resource_labels(train_records, resources, data.train)
-    name, model = fitted if fitted is not None else build_model(task, model_name, seed, resources, params)
+    name, model = fitted if fitted is not None else watch.measure(
+        "fit", lambda: build_model(task, model_name, seed, resources, params, log))
 
     trained_on: list[int] = []
 

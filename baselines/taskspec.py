@@ -14,6 +14,18 @@ from baselines.errors import PredictionError
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """A model of this task that takes a fitted model of another task as a hyper-parameter (MRC's reader takes
+    an NER tagger): given ``--param <file_param>=FILE``, the driver fits `task`'s default model on FILE with
+    the run's seed, wraps it in scikit-learn's FrozenEstimator (so that cloning the model for each fold keeps
+    it fitted) and sets it as `model_param`. Tasks meet this way, never by importing one another."""
+    task: str
+    file_param: str
+    model_param: str
+    what: str  # what the file must be, for error messages
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """One KLUE task as the triple (data format, model, metric), seen by the driver and the CLI.
 
@@ -81,6 +93,7 @@ class TaskSpec:
     # (copy_marker(k) put in), for the scale benchmark where the data here is smaller than the official train
     # file (NER and DP have prefixes of it, MRC and WoS only part of dev).
     distinct_copy: Callable[[Any, int], Any] | None = None
+    requires: tuple[Requirement, ...] = ()  # fitted models of other tasks that its models can take
 
     def __post_init__(self) -> None:
         # One place makes every task read Hugging Face exports: load and load_input try them first (the

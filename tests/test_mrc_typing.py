@@ -7,6 +7,8 @@ from collections import Counter
 import numpy as np
 import pytest
 from scipy import sparse
+from sklearn.base import clone
+from sklearn.frozen import FrozenEstimator
 
 from baselines.datafiles import sample_dir
 from baselines.driver import versions
@@ -14,8 +16,8 @@ from baselines.persistence import load_model, save_model
 from baselines.registry import get_task
 from baselines.tasks.mrc import MrcAnswer, MrcQuestion, SpanRanker, targets
 from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_NAMES, TYPED_FEATURE_NAMES,
-                                              PassageEntities, answer_type, question_type_features, tagger_fitting,
-                                              span_types, typed_features)
+                                              PassageEntities, answer_type, question_type_features, span_types,
+                                              typed_features)
 from baselines.tasks.mrc.passages import (Retrieval, SentenceTerms, best_retrieval, bm25_scores, sentence_ranking,
                                           sentence_terms)
 from features.analysis import analyze
@@ -108,12 +110,26 @@ def typed_questions(count: int) -> list[MrcQuestion]:
     return records
 
 
-def test_a_reader_typed_by_an_ner_tagger_keeps_it_and_predicts_without_the_ner_file(tmp_path):
+@pytest.fixture(scope="module")
+def sample_tagger():
+    """The NER task's default model fitted on the sample's NER training file, frozen, as the driver gives it."""
+    from baselines import driver
+
+    requirement = get_task("mrc").requires[0]
+    return driver.fitted_requirement(requirement, sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", 0)
+
+
+def test_ner_train_fits_the_ner_tagger_once_and_the_reader_keeps_it_without_the_file(tmp_path):
+    from baselines import api
+
     ner_train = tmp_path / "ner_train.tsv"
     shutil.copy(sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", ner_train)
+    reader = api.make_model("mrc", neighbours=0, calibration_folds=2, ner_train=str(ner_train))
+    assert isinstance(reader.tagger, FrozenEstimator) and reader.get_params()["tagger"] is reader.tagger
+    assert clone(reader).tagger is reader.tagger  # a fold's clone shares the fitted tagger: nothing is refitted
     records = typed_questions(48)
-    reader = SpanRanker(neighbours=0, calibration_folds=2, ner_train=str(ner_train)).fit(records, targets(records))
-    assert reader.tagger_ is not None and reader.type_model_ is not None
+    reader.fit(records, targets(records))
+    assert reader.tagger_ is reader.tagger and reader.type_model_ is not None
     readings = reader.read(records)
     # The tagger learnt from 305 sentences types the years as dates and the founders as persons, and the
     # classifier learns which one each kind of question asks for.
@@ -128,49 +144,44 @@ def test_a_reader_typed_by_an_ner_tagger_keeps_it_and_predicts_without_the_ner_f
     assert [r.expected_type for r in loaded.read(records)] == [r.expected_type for r in reader.read(records)]
 
 
-def test_the_tagger_fitted_in_a_worker_beside_the_reader_is_the_one_this_process_would_fit(tmp_path):
+def test_the_tagger_the_driver_fits_is_the_ner_tasks_default_model_with_the_runs_seed(sample_tagger):
     from baselines import api
-    from baselines.tasks.mrc import answer_types
 
-    ner_train = tmp_path / "ner_train.tsv"
-    shutil.copy(sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", ner_train)
-    with tagger_fitting(ner_train, 7) as fitted:  # a seed no other test fits, so that the worker fits it
-        beside = fitted()
-    here = answer_types._fit_tagger(str(ner_train), 7)
+    own = api.fit("ner", sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", seed=0)
     sentences = ["삼성전자는 1950년에 서울에서 설립됐다.", "김철수 씨는 2001년 3월 부산으로 갔다."]
-    assert api.predict("ner", beside, sentences) == api.predict("ner", here, sentences)
-    assert beside.crf_.state_features_ == here.crf_.state_features_
-    with tagger_fitting(ner_train, 7) as fitted:  # the second time, this process has it
-        assert fitted() is beside
+    assert sample_tagger.predict(sentences) == own.predict(sentences)
+    assert sample_tagger.estimator.crf_.state_features_ == own.crf_.state_features_
 
 
-def test_passages_are_tagged_only_in_the_sentences_asked_for_and_each_sentence_once(tmp_path, monkeypatch):
-    from baselines import api
+def test_an_unfitted_tagger_is_refused_with_what_to_do():
+    from baselines.tasks.ner import CharacterCRF
 
-    ner_train = tmp_path / "ner_train.tsv"
-    shutil.copy(sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", ner_train)
-    with tagger_fitting(ner_train, 0) as fitted:
-        tagger = fitted()
+    records = typed_questions(12)
+    with pytest.raises(ValueError, match="not fitted.*FrozenEstimator"):
+        SpanRanker(neighbours=0, calibration_folds=2, tagger=CharacterCRF()).fit(records, targets(records))
+
+
+def test_passages_are_tagged_only_in_the_sentences_asked_for_and_each_sentence_once(sample_tagger):
     first, second = "삼성전자는 1950년에 서울에서 설립됐다.", "김철수 씨는 2001년 부산으로 갔다."
     context = f"{first} {second}"
     tagged: list[str] = []
-    predict = api.predict
 
-    def counting_predict(task, model, pieces):
-        tagged.extend(pieces)
-        return predict(task, model, pieces)
+    class CountingTagger:
+        def predict(self, pieces):
+            tagged.extend(pieces)
+            return sample_tagger.predict(pieces)
 
-    monkeypatch.setattr(api, "predict", counting_predict)
-    memo = PassageEntities(tagger)
+    memo = PassageEntities(CountingTagger())
     later = context.index("김철수")
     only_second = memo.entities({context: [(later, later + 3)]})[context]
     assert tagged == [second]
     assert only_second and all(start >= len(first) for start, _end, _kind in only_second)
     both = memo.entities({context: [(0, 4), (later, later + 3)]})[context]
     assert tagged == [second, first]  # the second sentence is not tagged again
-    # The same entities as the tagger finds in each sentence alone, in passage offsets.
+    # The same entities as the NER task finds in each sentence alone, in passage offsets.
     alone = [(offset + entity["start"], offset + entity["end"], entity["type"])
-             for offset, row in zip((0, len(first) + 1), predict("ner", tagger, [first, second]))
+             for offset, row in zip((0, len(first) + 1), get_task("ner").predict(
+                 sample_tagger, get_task("ner").as_records([first, second])))
              for entity in row["entities"]]
     assert list(both) == sorted(alone)
 

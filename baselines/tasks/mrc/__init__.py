@@ -5,11 +5,11 @@ from typing import Sequence
 
 from baselines import scoring, tallies
 from baselines.report import Comparison
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_numbers
+from baselines.taskspec import PredictionError, Requirement, TaskSpec, align_predictions, check_numbers
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView,
                                             candidate_spans, question_type, question_view, related_words)
-from baselines.tasks.mrc.data import (MrcAnswer, MrcQuestion, as_records, distinct_copy, from_hf, load, load_input, plain_inputs,
-                                      predictions_from_json, targets)
+from baselines.tasks.mrc.data import (MrcAnswer, MrcQuestion, as_records, distinct_copy, from_hf, load, load_input,
+                                      plain_inputs, predictions_from_json, targets)
 from baselines.tasks.mrc.reader import EmptyAnswerReader, Reading, SpanRanker, empty_answer, span_ranker
 
 __all__ = ["TASK", "FEATURE_INDEX", "FEATURE_NAMES", "QUESTION_TYPES", "QuestionView", "candidate_spans",
@@ -145,4 +145,7 @@ TASK = TaskSpec(
     prediction_example='{"guid": "klue-mrc-v1_dev_01891", "answer": "뉴 740Li 25주년 에디션"}',
     compare=compare,
     distinct_copy=distinct_copy,
+    # The reader's answer typing: --param ner_train=FILE fits the NER task's default model for it.
+    requires=(Requirement("ner", "ner_train", "tagger", "a KLUE-NER training file in the official TSV format, for "
+                          "the reader's tagger"),),
 )

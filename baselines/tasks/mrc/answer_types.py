@@ -1,16 +1,14 @@
-"""MRC answer typing: passages tagged by the NER task's tagger, and the type of answer a question expects."""
+"""MRC answer typing: passages tagged by an NER tagger (the reader's `tagger`), and the type of answer a question
+expects."""
 from __future__ import annotations
 
-import contextlib
 from bisect import bisect_right
-from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 from scipy import sparse
 
-from baselines import parallel
-from baselines.dataio import DataError, file_sha256
+from baselines.scoring import iob2_entities
 from baselines.tasks.mrc.candidates import FEATURE_INDEX, NEXT_KINDS, SPAN_KINDS, WH_WORDS, question_type
 from baselines.tasks.mrc.passages import sentence_ids
 from features.analysis import analyze
@@ -30,43 +28,6 @@ TYPED_FEATURE_NAMES = (
     + ("expected_O*not_entity", "type_agreement")
     + tuple(f"expected_{kind}*{shape}" for kind in ANSWER_TYPES for shape in SHAPE_NAMES)
 )
-
-_taggers: dict[tuple[str, int], Any] = {}  # fitted NER taggers of this process, by training file sha256 and seed
-
-
-def _fit_tagger(ner_train: str, seed: int) -> Any:
-    """The NER task's default model fitted on `ner_train` through the public API."""
-    from baselines import api  # the API reaches every task, this one included
-
-    return api.fit("ner", ner_train, seed=seed)
-
-
-def _tagger_key(ner_train: str | Path, seed: int) -> tuple[str, int]:
-    if not Path(ner_train).is_file():
-        raise DataError(ner_train, None, "no such file (ner_train: a KLUE-NER training file in the official TSV "
-                                         "format, for the reader's tagger)")
-    return file_sha256(Path(ner_train)), seed
-
-
-@contextlib.contextmanager
-def tagger_fitting(ner_train: str | Path, seed: int) -> Iterator[Callable[[], Any]]:
-    """The NER task's default model fitted on `ner_train` through the public API, in a worker process while
-    the caller works on (parallel.in_background): the CRF's fit takes two minutes on 5,000 sentences (on a
-    2-core AMD EPYC), all of them holding the GIL. The block gets what waits for the tagger. The fit gives the
-    same tagger every time, so this process fits it once per file and seed (a cross-fit refits the reader
-    five times), and a tagger it has is there at once."""
-    key = _tagger_key(ner_train, seed)
-    if key in _taggers:
-        yield lambda: _taggers[key]
-        return
-    with parallel.in_background(_fit_tagger, str(ner_train), seed) as result:
-        def tagger() -> Any:
-            if key not in _taggers:
-                _taggers[key] = result()
-            return _taggers[key]
-
-        yield tagger
-
 
 def sentence_bounds(analysis: Analysis) -> list[tuple[int, int]]:
     """The (start, end) characters of each sentence of a passage (sentence_ids), in order."""
@@ -104,8 +65,6 @@ class PassageEntities:
     def entities(self, wanted: dict[str, Iterable[tuple[int, int]]]) -> dict[str, tuple[tuple[int, int, str], ...]]:
         """For each passage, the sorted entities of every sentence tagged so far, which include the sentences
         that its wanted (start, end) character ranges touch."""
-        from baselines import api  # the API reaches every task, this one included
-
         new = [context for context in wanted if context not in self._bounds]
         for context, analysis in zip(new, analyze(new)):
             self._bounds[context] = sentence_bounds(analysis)
@@ -116,14 +75,15 @@ class PassageEntities:
                 low, high = self._bounds[context][sentence]
                 pieces.append(context[low:high])
                 owners.append((context, sentence, low))
-        for (context, sentence, offset), row in zip(owners, api.predict("ner", self.tagger, pieces) if pieces else []):
+        tagged = self.tagger.predict(pieces) if pieces else []  # IOB2 tags, one per character of each piece
+        for (context, sentence, offset), piece, tags in zip(owners, pieces, tagged):
             found = []
-            for entity in row["entities"]:
-                text = entity["text"]
-                start = offset + entity["start"] + (len(text) - len(text.lstrip()))
-                end = offset + entity["end"] - (len(text) - len(text.rstrip()))
+            for kind, low, high in iob2_entities(tags):
+                text = piece[low:high]
+                start = offset + low + (len(text) - len(text.lstrip()))
+                end = offset + high - (len(text) - len(text.rstrip()))
                 if start < end:
-                    found.append((start, end, entity["type"]))
+                    found.append((start, end, kind))
             self._found[context][sentence] = tuple(found)
         return {context: tuple(sorted(entity for sentence in self._found[context].values() for entity in sentence))
                 for context in wanted}

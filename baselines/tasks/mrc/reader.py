@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from numbers import Integral
 from typing import Sequence
@@ -16,6 +15,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.model_selection import GroupKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, check_memory
 
 from baselines.linear import OrderedLogisticRegression
@@ -26,7 +26,7 @@ from baselines.params import (FOLDS, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, POSIT
                               Interval)
 from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_COLUMNS, TYPED_FEATURE_NAMES,
                                               PassageEntities, answer_type, question_type_features, span_types,
-                                              tagger_fitting, typed_features)
+                                              typed_features)
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView, ViewMemo,
                                             content_set, question_terms, question_view, related_words)
 from baselines.tasks.mrc.data import MrcQuestion, as_records, in_nfc
@@ -154,10 +154,12 @@ class SpanRanker(TaskModel, BaseEstimator):
     neighbours : int
         Nearest morphemes of each question word in Kiwi's CoNg model that count as soft matches; 0: exact
         matches only.
-    ner_train : str or None
-        A KLUE-NER training file (official TSV): fit trains the NER task's default model on it (through the
-        public API, once per process and file) to type the candidates. The fitted tagger is kept in the
-        reader, so a saved reader predicts without the file. None: no typing.
+    tagger : estimator or None
+        A fitted NER model of this toolkit (its predict takes texts and returns IOB2 tags per character) that
+        types the candidates; wrapped in sklearn.frozen.FrozenEstimator, it stays fitted when the reader is
+        cloned (cross-fitting clones it per fold). `--param ner_train=FILE` on the command line, or
+        `ner_train=FILE` in the API, fits the NER task's default model on FILE and sets it here, frozen. The
+        reader keeps it, so a saved reader predicts without the file. None: no typing.
     type_C : float
         Inverse L2 penalty of the expected answer type classifier (a logistic regression).
     plausible_answers : bool
@@ -178,7 +180,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         The sentence retrieval setting (BM25's k1 and b, the neighbours' share) under which most training
         questions have their answer in the first `top_sentences` sentences.
     tagger_ : estimator or None
-        The NER tagger fitted on `ner_train`.
+        The tagger that typed the candidates (`tagger`, checked to be fitted).
     type_model_ : Pipeline or None
         The expected answer type classifier (None without a tagger, or when the training answers have a
         single type).
@@ -218,14 +220,14 @@ class SpanRanker(TaskModel, BaseEstimator):
         "calibration_folds": [FOLDS],
         # Every calibration question's candidates are held at once; the official train file has 17,554.
         "max_calibration_questions": [Interval(Integral, 1, 100_000, closed="both")],
-        "abstain": ["boolean"], "ner_train": [None, str],
+        "abstain": ["boolean"], "tagger": [None, HasMethods(["predict"])],
         "type_C": [POSITIVE], "plausible_answers": ["boolean"], "memory": [None, str, HasMethods(["cache"])],
         "random_state": [SEED],
     }
 
     def __init__(self, alpha: float | None = None, max_iter: int = 500, top_sentences: int = 3, max_eojeols: int = 4,
                  max_chars: int = 40, calibration_folds: int = 3, max_calibration_questions: int = 4000,
-                 abstain: bool = True, neighbours: int = 10, ner_train: str | None = None, type_C: float = 1.0,
+                 abstain: bool = True, neighbours: int = 10, tagger=None, type_C: float = 1.0,
                  plausible_answers: bool = True, memory=None, random_state: int = 0):
         self.alpha = alpha
         self.max_iter = max_iter
@@ -236,7 +238,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         self.calibration_folds = calibration_folds
         self.max_calibration_questions = max_calibration_questions
         self.abstain = abstain
-        self.ner_train = ner_train
+        self.tagger = tagger
         self.type_C = type_C
         self.plausible_answers = plausible_answers
         self.memory = memory
@@ -391,6 +393,18 @@ class SpanRanker(TaskModel, BaseEstimator):
             return answers
         return [answer.text for answer in record.plausible_answers]
 
+    def _fitted_tagger(self):
+        """`tagger`, after checking that it is fitted: the reader has no NER data to fit it with."""
+        if self.tagger is None:
+            return None
+        try:
+            check_is_fitted(self.tagger)
+        except NotFittedError:
+            raise ValueError(f"the tagger {type(self.tagger).__name__} is not fitted: the reader types candidates "
+                             "with a fitted NER model (wrap it in sklearn.frozen.FrozenEstimator, so that cloning "
+                             "the reader keeps it fitted)") from None
+        return self.tagger
+
     def _choose_retrieval(self, records: Sequence[MrcQuestion], y: Sequence[Sequence[str]]) -> Retrieval:
         """The retrieval setting under which most answerable training questions have the sentence of their
         answer's first place in the passage among the first top_sentences."""
@@ -464,13 +478,8 @@ class SpanRanker(TaskModel, BaseEstimator):
         records = in_nfc(self._fit_records(X))
         y = [[nfc(answer) for answer in answers] for answers in y]
         self._prefetch_neighbours(analyze(r.question for r in records))
-        fitting = tagger_fitting(self.ner_train, self.random_state) if self.ner_train else nullcontext(lambda: None)
-        with fitting as tagger:
-            # While a worker fits the tagger: the retrieval, and the first chunk's views (the loop below finds
-            # them in the memo), which need no tagger.
-            self.retrieval_ = self._choose_retrieval(records, y)
-            self._views(records[:VIEW_CHUNK])
-            self.tagger_ = tagger()
+        self.tagger_ = self._fitted_tagger()
+        self.retrieval_ = self._choose_retrieval(records, y)
         expected = self._fit_expected_types(records, y)
         rng = np.random.default_rng(self.random_state)
         # The questions that calibrate the no-answer decision and choose alpha, in folds by passage.
