@@ -86,10 +86,10 @@ def recorded_commands(results_dir: Path, task_codes: Sequence[str]) -> dict[str,
 
 def rerun_arguments(command: str, run_command: click.Command, project: Path, results_dir: Path, cache_dir: Path
                     ) -> list[str]:
-    """The arguments that rerun a recorded `klue-baselines run` command: parsed by `run_command` (the CLI's
-    `run`, which the CLI hands over: it sits above this module), its input paths made absolute from the
-    project folder, written only to results_dir and an empty cache_dir (no predictions, no figures). ValueError for anything else: another command, unknown options, a value
-    that `run` would refuse."""
+    """The arguments that rerun a recorded `klue-baselines run` command: parsed by `run_command` (the CLI's `run`, which
+    the CLI hands over: it sits above this module), its input paths made absolute from the project folder, written only
+    to results_dir and an empty cache_dir (no predictions, no figures). ValueError for anything else: another command,
+    unknown options, a value that `run` would refuse."""
     try:
         words = shlex.split(command)
     except ValueError as error:
@@ -137,10 +137,10 @@ def rerun_arguments(command: str, run_command: click.Command, project: Path, res
 
 def reproduce(results_dir: Path, task_codes: Sequence[str], run_command: click.Command,
               log: Callable[[str], None] = print) -> list[Comparison]:
-    """Rerun every recorded `run` command of `task_codes` (see rerun_arguments; `run_command` is the CLI's
-    `run`) with the installed package, from the project folder that holds `results_dir`, each with an empty
-    cache and its results in a temporary folder, and compare the headline scores row by row. A command that is refused or fails is
-    reported through its rows, with no rerun value."""
+    """Rerun every recorded `run` command of `task_codes` (see rerun_arguments; `run_command` is the CLI's `run`) with
+    the installed package, from the project folder that holds `results_dir`, each with an empty cache and its results in
+    a temporary folder, and compare the headline scores row by row. A command that is refused or fails is reported
+    through its rows, with no rerun value."""
     results_dir = Path(results_dir).resolve()
     comparisons = []
     for command, rows in recorded_commands(results_dir, task_codes).items():

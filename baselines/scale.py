@@ -4,11 +4,11 @@ size in a process of its own with an empty analysis cache, and how the fit time 
 Where the training data here is smaller than the share asked for (NER and DP have prefixes of their train
 files, MRC and WoS only a part of dev), the set is filled with copies of its records, each made distinct so
 that no analysis cache, memo or de-duplication can skip it: each task's TaskSpec.distinct_copy puts the word
-사례k in front of copy k's text (NER: tagged O; DP: one more eojeol, attached to the root; MRC: of the
-passage, with the answers moved, and 문항k in front of the question; WoS: of every turn). A copy costs what a new record of
-the same length costs, and its word is never a feature value seen elsewhere; what copies cannot reproduce
-is the vocabulary growth of new text, so models whose cost grows with their vocabulary (hashed or not) may
-be cheaper here than on the official file at the same size.
+사례k in front of copy k's text (NER: tagged O; DP: one more eojeol, attached to the root; MRC: of the passage,
+with the answers moved, and 문항k in front of the question; WoS: of every turn). A copy costs what a new record
+of the same length costs, and its word is never a feature value seen elsewhere; what copies cannot reproduce
+is the vocabulary growth of new text, so models whose cost grows with their vocabulary (hashed or not) may be
+cheaper here than on the official file at the same size.
 """
 from __future__ import annotations
 
