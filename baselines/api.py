@@ -53,13 +53,16 @@ def _named_task(function: Callable) -> Callable:
     """`function` with its first argument, a task name, checked first and read in any case ('YNAT'); an
     unknown name raises registry.UnknownTask with the closest task. Where it takes `log` and is left to say
     what it does on stderr, Kiwi's analysis draws its progress there too (_show_progress)."""
-    takes_log = "log" in inspect.signature(function).parameters
+    signature = inspect.signature(function)
+    takes_log = "log" in signature.parameters
 
     @functools.wraps(function)
     def wrapper(task: str, *args: Any, **kwargs: Any) -> Any:
         code = task_code(task)
         if takes_log:
-            _show_progress(kwargs.get("log", progress.say))
+            # `log` may come by position (run passes it so to locate), and a missed one would draw bars under -q.
+            given = signature.bind_partial(code, *args, **kwargs).arguments
+            _show_progress(given.get("log", progress.say))
         return function(code, *args, **kwargs)
     return wrapper
 

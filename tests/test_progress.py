@@ -4,7 +4,10 @@ from __future__ import annotations
 import time
 import warnings
 
+from click.testing import CliRunner
+
 from baselines import api, progress
+from baselines.cli import main
 from features import analysis
 
 
@@ -45,3 +48,12 @@ def test_the_api_speaks_by_default_and_warns_about_the_sample(capsys, monkeypatc
     assert [w for w in caught if issubclass(w.category, api.SampleDataWarning)]
     api.fit("ynat", api.data_file("ynat", "train"), "trivial", log=api.quiet)
     assert capsys.readouterr().err == ""
+
+
+def test_quiet_cli_leaves_kiwi_without_progress_bars(tmp_path, monkeypatch):
+    # run hands its log to the API's locate by position; the API once missed it there and drew bars under -q.
+    monkeypatch.setattr(analysis, "_analyzer", None)
+    result = CliRunner().invoke(main, ["-q", "--no-cache", "run", "ynat", "--model", "trivial",
+                                       "--results-dir", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == 0
+    assert analysis.analyzer().progress is None
