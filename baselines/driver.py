@@ -114,7 +114,7 @@ def build_model(task: TaskSpec, model_name: str | None, seed: int, resources: di
     name = model_name or task.default_model
     if name not in task.models:
         raise UsageError(f"{task.code} has no model {name!r}; available: {', '.join(task.models)}")
-    model = task.models[name](random_state=seed, resources=resources)
+    model = task.models[name].build(seed, resources)
     params = dict(params or {})
     files = {requirement: params.pop(requirement.file_param) for requirement in task.requires
              if requirement.file_param in params}

@@ -16,7 +16,7 @@ import io
 import json
 import zipfile
 from pathlib import Path
-from typing import Any, Sequence, get_type_hints
+from typing import Any, Sequence
 
 import joblib
 from sklearn.exceptions import NotFittedError
@@ -112,8 +112,8 @@ PICKLE_CONSENT = "--trust-pickle (CLI) or trust_pickle=True (API)"
 
 
 def model_types(task: str) -> dict[str, type]:
-    """The estimator class of each of `task`'s models, by model name: what its factory returns."""
-    return {name: get_type_hints(factory)["return"] for name, factory in get_task(task).models.items()}
+    """The estimator class of each of `task`'s models, by model name."""
+    return {name: entry.estimator for name, entry in get_task(task).models.items()}
 
 
 def load_model(path: Path, task: str, versions: dict[str, str], trust_pickle: bool = False) -> tuple[Any, dict]:

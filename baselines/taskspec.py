@@ -1,16 +1,35 @@
 """What every task module declares: its files, loader, models, prediction format and scorer."""
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from baselines import formats, hf
 from baselines.dataio import DataError, read_jsonl
 from baselines.report import Comparison
 from baselines.errors import PredictionError
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model of a task, as data: its estimator class, the hyper-parameters this entry sets over the class's
+    defaults, and `from_resources`, which constructor parameter takes which of the task's resources (WoS's
+    tracker takes the ontology). The run's seed goes to `random_state` where the class has one."""
+    estimator: type
+    params: Mapping[str, Any] = field(default_factory=dict)
+    from_resources: Mapping[str, str] = field(default_factory=dict)
+
+    def build(self, random_state: int = 0, resources: Mapping[str, Any] | None = None) -> Any:
+        """An unfitted estimator of this entry, seeded with `random_state`."""
+        kwargs = dict(self.params)
+        kwargs.update({parameter: (resources or {}).get(key) for parameter, key in self.from_resources.items()})
+        if "random_state" in inspect.signature(self.estimator).parameters:
+            kwargs["random_state"] = random_state
+        return self.estimator(**kwargs)
 
 
 @dataclass(frozen=True)
@@ -32,9 +51,9 @@ class TaskSpec:
     - ``load(path)`` reads an official file into typed records; ``load_input(path)`` also reads the
       raw JSONL that ``predict`` accepts.
     - ``load_resources(files)`` reads auxiliary files (relation list, ontology) into a dict that model
-      factories and scorers receive.
-    - ``models[name](random_state, resources)`` builds an unfitted estimator; ``targets(records)`` is the
-      y that its ``fit(records, y)`` receives.
+      entries (ModelEntry.from_resources) and scorers receive.
+    - ``models[name]`` is a ModelEntry, whose ``build(random_state, resources)`` makes an unfitted
+      estimator; ``targets(records)`` is the y that its ``fit(records, y)`` receives.
     - ``predict(model, records)`` returns one JSON-able dict per record, keyed by ``guid``: the format of
       ``predict`` output and of ``score --predictions``.
     - ``score(records, predictions, resources)`` returns the official metrics (x100) and breakdowns;
@@ -56,7 +75,7 @@ class TaskSpec:
     train_file: str | None
     dev_file: str
     load: Callable[[Path], list]
-    models: dict[str, Callable[..., Any]]
+    models: dict[str, ModelEntry]
     default_model: str
     targets: Callable[[Sequence], list]
     predict: Callable[[Any, Sequence], list[dict]]

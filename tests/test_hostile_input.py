@@ -371,7 +371,7 @@ def test_a_model_file_must_hold_the_fitted_estimator_its_header_names(tmp_path):
              ("other-task", ynat, "nli", "trivial",
               "holds a MostFrequentTopic, not the MostFrequentInference that a nli trivial model"),
              ("unknown-name", ynat, "ynat", "bert", "names model 'bert', which ynat does not have (tfidf-lr, trivial)"),
-             ("unfitted", get_task("ynat").models["trivial"](), "ynat", "trivial", "never fitted")]
+             ("unfitted", get_task("ynat").models["trivial"].build(), "ynat", "trivial", "never fitted")]
     for name, model, task, model_name, expected in cases:
         path = tmp_path / f"{name}.model"
         persistence.save_model(path, model, task, model_name, [train], driver.versions())

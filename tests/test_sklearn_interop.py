@@ -35,7 +35,7 @@ def sample(code: str, split: str):
 def build(code: str, name: str):
     spec, _path = sample(code, "train")
     extras = {extra: sample_dir() / spec.folder / extra for extra in spec.extra_files}
-    model = spec.models[name](random_state=0, resources=spec.load_resources(extras))
+    model = spec.models[name].build(0, spec.load_resources(extras))
     return model.set_params(**QUICK.get((code, name), {}))
 
 

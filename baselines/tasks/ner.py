@@ -16,7 +16,7 @@ from baselines.estimators import NothingLearnt, TaskModel, plain_text, records_f
 from baselines.explain import strongest
 from baselines.params import FOLDS_OR_OFF, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, SEED, StrOptions
 from baselines.report import Comparison
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions, copy_marker, jsonl_records
+from baselines.taskspec import ModelEntry, PredictionError, TaskSpec, align_predictions, copy_marker, jsonl_records
 from features.align import char_to_eojeol, char_to_morpheme
 from features.analysis import analyze
 from features.characters import char_class, shape
@@ -152,9 +152,6 @@ class AllOutsideTagger(NothingLearnt, BaseEstimator):
     def predict(self, X: Sequence) -> list[list[str]]:
         return [["O"] * len(record.text) for record in self._fitted_records(X)]
 
-
-def all_outside(random_state: int = 0, resources: dict | None = None) -> AllOutsideTagger:
-    return AllOutsideTagger()
 
 
 def repair_iob2(tags: Sequence[str]) -> list[str]:
@@ -513,9 +510,6 @@ class CharacterCRF(TaskModel, BaseEstimator):
         return [text.tags_to_original(tags) if text.changed else tags for text, tags in zip(texts, tagged)]
 
 
-def character_crf(random_state: int = 0, resources: dict | None = None) -> CharacterCRF:
-    return CharacterCRF(random_state=random_state)
-
 
 def compare(records: Sequence[NerSentence], aligned: Sequence[dict]) -> Comparison:
     """Entities, span by span: a gold entity against the type of the predicted entity with exactly its span
@@ -552,7 +546,7 @@ TASK = TaskSpec(
     load=load, from_hf=from_hf,
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"crf": character_crf, "trivial": all_outside}, default_model="crf",
+    models={"crf": ModelEntry(CharacterCRF), "trivial": ModelEntry(AllOutsideTagger)}, default_model="crf",
     predict=predict, score=score, tally=tally, breakdown="entity_f1", headline=("entity_macro_f1", "char_macro_f1"),
     prediction_example='{"guid": "klue-ner-v1_dev_00001-wikitree", "tags": ["B-PS", "O", "O", ...]}',
     compare=compare,

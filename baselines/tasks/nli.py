@@ -22,8 +22,8 @@ from baselines.estimators import TaskModel, TrainingDataError, plain_pair, recor
 from baselines.explain import LinearExplanation
 from baselines.params import (FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, NON_NEGATIVE,
                               POSITIVE, SEED)
-from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
-                                jsonl_records, label_predictions)
+from baselines.taskspec import (ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
+                                compare_labels, jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.morphemes import Analysis
 from features.normalize import nfc_fields
@@ -138,9 +138,6 @@ class MostFrequentInference(TaskModel, DummyClassifier):
     _headline = staticmethod(headline)
     _analyses_text = False
 
-
-def most_frequent_label(random_state: int = 0, resources: dict | None = None) -> MostFrequentInference:
-    return MostFrequentInference(strategy="prior", random_state=random_state)
 
 
 class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimator):
@@ -332,9 +329,6 @@ def stacker_inputs(probabilities: np.ndarray, dense: np.ndarray) -> np.ndarray:
     return np.hstack([np.round(probabilities, STACKED_DECIMALS), dense])
 
 
-def inference_classifier(random_state: int = 0, resources: dict | None = None) -> InferenceClassifier:
-    return InferenceClassifier(random_state=random_state)
-
 
 def compare(records: Sequence, aligned: Sequence[dict]):
     return compare_labels(aligned, targets(records), "sentence pair")
@@ -347,7 +341,9 @@ TASK = TaskSpec(
     load=load, from_hf=from_hf,
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"tfidf-lr": inference_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
+    models={"tfidf-lr": ModelEntry(InferenceClassifier),
+            "trivial": ModelEntry(MostFrequentInference, {"strategy": "prior"})},
+    default_model="tfidf-lr",
     predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("accuracy",),
     group=lambda record: record.premise,  # a premise's hypotheses share its words: one fold holds them all
     prediction_example='{"guid": "klue-nli-v1_dev_00000", "label": "contradiction"}',

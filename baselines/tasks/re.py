@@ -18,7 +18,7 @@ from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
 from baselines.explain import LinearExplanation
 from baselines.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, POSITIVE, SEED, Interval
 from baselines.priors import adapt_to_priors
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions, check_labels, compare_labels, \
+from baselines.taskspec import ModelEntry, PredictionError, TaskSpec, align_predictions, check_labels, compare_labels, \
     is_finite_number, jsonl_records, label_predictions
 from features.align import morphemes_in_span
 from features.analysis import analyze
@@ -217,9 +217,6 @@ def score_notes(metrics: dict) -> list[str]:
     return ["re: AUPRC needs 'probs' (label -> probability) in every prediction; micro F1 only"]
 
 
-def prior_distribution(random_state: int = 0, resources: dict | None = None) -> RelationPrior:
-    return RelationPrior(strategy="prior", random_state=random_state)
-
 
 def _bucket(value: int) -> str:
     return str(value) if value < 4 else "4-7" if value < 8 else "8-15" if value < 16 else "16+"
@@ -413,9 +410,6 @@ class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEsti
         return self.classes_[probabilities.argmax(axis=1)]
 
 
-def relation_classifier(random_state: int = 0, resources: dict | None = None) -> RelationClassifier:
-    return RelationClassifier(random_state=random_state)
-
 
 def compare(records: Sequence, aligned: Sequence[dict]):
     return compare_labels(aligned, targets(records), "entity pair")
@@ -430,7 +424,9 @@ TASK = TaskSpec(
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs,
     load_resources=load_resources, targets=targets,
-    models={"features-lr": relation_classifier, "trivial": prior_distribution}, default_model="features-lr",
+    models={"features-lr": ModelEntry(RelationClassifier),
+            "trivial": ModelEntry(RelationPrior, {"strategy": "prior"})},
+    default_model="features-lr",
     predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("micro_f1", "auprc"),
     score_notes=score_notes,
     prediction_example='{"guid": "klue-re-v1_dev_00000", "label": "no_relation", '

@@ -22,7 +22,7 @@ from baselines.dataio import DataError, InputWarning, guid_of, looks_like_jsonl,
 from baselines.estimators import TaskModel, plain_pair, records_from
 from baselines.params import FOLDS_OR_OFF, ITERATIONS, POSITIVE, SEED, Interval
 from baselines.report import Comparison
-from baselines.taskspec import TaskSpec, align_predictions, check_numbers, jsonl_records
+from baselines.taskspec import ModelEntry, TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.pairs import overlap_features
@@ -128,9 +128,6 @@ class TrainingMean(TaskModel, DummyRegressor):
     _headline = staticmethod(headline)
     _analyses_text = False
 
-
-def training_mean(random_state: int = 0, resources: dict | None = None) -> TrainingMean:
-    return TrainingMean(strategy="mean")
 
 
 # TF-IDF views of a sentence whose cosine similarities become features: (name, analyser).
@@ -280,9 +277,6 @@ def best_f1_shift(gold: np.ndarray, predicted: np.ndarray) -> float:
     return float(min((shift for shift, f1 in zip(SHIFTS, scores) if f1 == best), key=abs))
 
 
-def similarity_regressor(random_state: int = 0, resources: dict | None = None) -> SimilarityRegressor:
-    return SimilarityRegressor(random_state=random_state)
-
 
 def compare(records: Sequence[StsExample], aligned: Sequence[dict]) -> Comparison:
     """A score, not a class: each pair is as wrong as its distance from the gold score."""
@@ -298,7 +292,9 @@ TASK = TaskSpec(
     load=load, from_hf=records_from_rows,
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"features-gbr": similarity_regressor, "trivial": training_mean}, default_model="features-gbr",
+    models={"features-gbr": ModelEntry(SimilarityRegressor),
+            "trivial": ModelEntry(TrainingMean, {"strategy": "mean"})},
+    default_model="features-gbr",
     predict=predict, score=score, tally=tally, headline=("pearsonr", "f1"),
     prediction_example='{"guid": "klue-sts-v1_dev_00000", "score": 4.2}',
     compare=compare,

@@ -23,7 +23,7 @@ from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_ro
 from baselines.explain import linear_top_features
 from baselines.params import FOLDS, JOBS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.report import Comparison, precision_recall_rows
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions, copy_marker
+from baselines.taskspec import ModelEntry, PredictionError, TaskSpec, align_predictions, copy_marker
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.vectorize import morpheme_tokens, ngrams
@@ -185,9 +185,6 @@ class EmptyStateTracker(NothingLearnt, BaseEstimator):
     def predict(self, X: Sequence) -> list[list[list[str]]]:
         return [[[] for _ in record.user_turns] for record in self._fitted_records(X)]
 
-
-def empty_state(random_state: int = 0, resources: dict | None = None) -> EmptyStateTracker:
-    return EmptyStateTracker()
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -605,9 +602,6 @@ def _identity(tokens: list[str]) -> list[str]:
 
 
 
-def state_tracker(random_state: int = 0, resources: dict | None = None) -> DialogueStateTracker:
-    return DialogueStateTracker(ontology=(resources or {}).get("ontology"), random_state=random_state)
-
 
 def compare(records: Sequence[WosDialogue], aligned: Sequence[dict]) -> Comparison:
     """States are sets of slot values, so there are no classes: the groups are the slots, each with the
@@ -661,7 +655,9 @@ TASK = TaskSpec(
     load=load, from_hf=records_from_rows, as_records=as_records, check_resource_labels=check_resource_labels,
     plain_inputs=plain_inputs,
     load_resources=load_resources, targets=targets,
-    models={"rules-lr": state_tracker, "trivial": empty_state}, default_model="rules-lr",
+    models={"rules-lr": ModelEntry(DialogueStateTracker, from_resources={"ontology": "ontology"}),
+            "trivial": ModelEntry(EmptyStateTracker)},
+    default_model="rules-lr",
     predict=predict, score=score, tally=tally, breakdown="slot_accuracy", headline=("joint_goal_accuracy", "slot_f1"),
     prediction_example='{"guid": "wos-v1_dev_00000", "states": [["관광-이름-명동 쇼핑 거리"], [...], ...]}',
     compare=compare,

@@ -17,8 +17,8 @@ from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, requ
 from baselines.estimators import TaskModel, plain_text, records_from
 from baselines.explain import LinearExplanation
 from baselines.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, POSITIVE, SEED, StrOptions
-from baselines.taskspec import (TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
-                                jsonl_records, label_predictions)
+from baselines.taskspec import (ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
+                                compare_labels, jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.vectorize import CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, prefetch_neighbours
@@ -110,9 +110,6 @@ class MostFrequentTopic(TaskModel, DummyClassifier):
     _headline = staticmethod(headline)
     _analyses_text = False
 
-
-def most_frequent_label(random_state: int = 0, resources: dict | None = None) -> MostFrequentTopic:
-    return MostFrequentTopic(strategy="prior", random_state=random_state)
 
 
 class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimator):
@@ -210,9 +207,6 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
         return self.classes_[probabilities.argmax(axis=1)]
 
 
-def topic_classifier(random_state: int = 0, resources: dict | None = None) -> TopicClassifier:
-    return TopicClassifier(random_state=random_state)
-
 
 def compare(records: Sequence, aligned: Sequence[dict]):
     return compare_labels(aligned, targets(records), "title")
@@ -225,7 +219,9 @@ TASK = TaskSpec(
     load=load, from_hf=from_hf,
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"tfidf-lr": topic_classifier, "trivial": most_frequent_label}, default_model="tfidf-lr",
+    models={"tfidf-lr": ModelEntry(TopicClassifier),
+            "trivial": ModelEntry(MostFrequentTopic, {"strategy": "prior"})},
+    default_model="tfidf-lr",
     predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("macro_f1",),
     prediction_example='{"guid": "ynat-v1_dev_00000", "label": "사회"}',
     compare=compare,

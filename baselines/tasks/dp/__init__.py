@@ -19,7 +19,7 @@ from baselines.estimators import PLAIN_INPUT, TaskModel, plain_text, records_fro
 from baselines.explain import linear_top_features
 from baselines.params import ITERATIONS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.report import Comparison
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions, copy_marker, jsonl_records
+from baselines.taskspec import ModelEntry, PredictionError, TaskSpec, align_predictions, copy_marker, jsonl_records
 from features.analysis import analyze
 from features.morphemes import eojeol_spans
 from features.normalize import nfc_fields
@@ -244,9 +244,6 @@ class AttachToNextParser(TaskModel, BaseEstimator):
             output.append(([i + 2 for i in range(size - 1)] + [0], [self.deprel_] * size))
         return output
 
-
-def attach_to_next(random_state: int = 0, resources: dict | None = None) -> AttachToNextParser:
-    return AttachToNextParser()
 
 
 PUNCTUATION_TAGS = frozenset({"SF", "SP", "SS", "SE", "SO", "SW"})
@@ -615,12 +612,6 @@ class MstParser(TaskModel, BaseEstimator):
         return [(heads, [str(next(labels)) for _ in heads]) for heads in parsed]
 
 
-def mst_parser(random_state: int = 0, resources: dict | None = None) -> MstParser:
-    return MstParser(random_state=random_state)
-
-
-def mst_parser_kiwi_pos(random_state: int = 0, resources: dict | None = None) -> MstParser:
-    return MstParser(pos="kiwi", random_state=random_state)
 
 
 def with_kiwi_pos(records: Sequence[DpSentence]) -> list[DpSentence]:
@@ -787,7 +778,10 @@ TASK = TaskSpec(
     load=load_tsv_or_conllu, from_hf=from_hf,
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"mst": mst_parser, "mst-kiwi": mst_parser_kiwi_pos, "trivial": attach_to_next}, default_model="mst",
+    models={"mst": ModelEntry(MstParser),
+            "mst-kiwi": ModelEntry(MstParser, {"pos": "kiwi"}),
+            "trivial": ModelEntry(AttachToNextParser)},
+    default_model="mst",
     predict=predict, score=score, tally=tally,
     headline=("uas_micro_f1", "las_micro_f1", "uas_macro_f1", "las_macro_f1"),
     predictions_from_path=predictions_from_file, writers={"tsv": write_tsv, "conllu": write_conllu},

@@ -5,12 +5,12 @@ from typing import Sequence
 
 from baselines import scoring, tallies
 from baselines.report import Comparison
-from baselines.taskspec import PredictionError, Requirement, TaskSpec, align_predictions, check_numbers
+from baselines.taskspec import ModelEntry, PredictionError, Requirement, TaskSpec, align_predictions, check_numbers
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView,
                                             candidate_spans, question_type, question_view, related_words)
 from baselines.tasks.mrc.data import (MrcAnswer, MrcQuestion, as_records, distinct_copy, from_hf, load, load_input,
                                       plain_inputs, predictions_from_json, targets)
-from baselines.tasks.mrc.reader import EmptyAnswerReader, Reading, SpanRanker, empty_answer, span_ranker
+from baselines.tasks.mrc.reader import EmptyAnswerReader, Reading, SpanRanker
 
 __all__ = ["TASK", "FEATURE_INDEX", "FEATURE_NAMES", "QUESTION_TYPES", "QuestionView", "candidate_spans",
            "question_type", "question_view", "related_words", "MrcAnswer", "MrcQuestion", "load", "load_input",
@@ -138,7 +138,9 @@ TASK = TaskSpec(
     load=load, from_hf=from_hf,
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"span-ranker": span_ranker, "trivial": empty_answer}, default_model="span-ranker",
+    models={"span-ranker": ModelEntry(SpanRanker),
+            "trivial": ModelEntry(EmptyAnswerReader)},
+    default_model="span-ranker",
     predict=predict, score=score, tally=tally, breakdown="exact_match", headline=("exact_match", "rouge_w"),
     group=lambda record: record.context, predictions_from_json=predictions_from_json,
     prediction_formats="JSONL with one prediction per line, or a {question_id: answer} object",

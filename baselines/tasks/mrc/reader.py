@@ -90,9 +90,6 @@ class EmptyAnswerReader(NothingLearnt, BaseEstimator):
         return [("", 0) for _ in self._fitted_records(X)]
 
 
-def empty_answer(random_state: int = 0, resources: dict | None = None) -> EmptyAnswerReader:
-    return EmptyAnswerReader()
-
 
 def _grouped_softmax(scores: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """log-sum-exp of each group of consecutive scores, and each score's softmax share within its group
@@ -700,5 +697,3 @@ class SpanRanker(TaskModel, BaseEstimator):
         return [(r.best_span, r.best_start) if r.answered else ("", 0) for r in self.read(X)]
 
 
-def span_ranker(random_state: int = 0, resources: dict | None = None) -> SpanRanker:
-    return SpanRanker(random_state=random_state)
