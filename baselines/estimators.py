@@ -97,6 +97,19 @@ class NothingLearnt(TaskModel):
     _analyses_text = False
 
     def fit(self, X: Sequence, y: Sequence) -> "NothingLearnt":
+        """Count the training records; the labels are not read.
+
+        Parameters
+        ----------
+        X : sequence of the task's records or plain inputs
+        y : sequence
+            The task's targets, accepted and ignored.
+
+        Returns
+        -------
+        self
+            The model, marked fitted.
+        """
         self.n_training_records_ = len(self._fit_records(X))
         return self
 

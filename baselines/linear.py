@@ -62,7 +62,7 @@ class OrderedLogisticRegression(ClassifierMixin, BaseEstimator):
                               "tol": [POSITIVE],
                               "max_iter": [ITERATIONS]}
 
-    def __init__(self, C: float = 1.0, class_weight=None, tol: float = 1e-4, max_iter: int = 100):
+    def __init__(self, *, C: float = 1.0, class_weight=None, tol: float = 1e-4, max_iter: int = 100):
         self.C = C
         self.class_weight = class_weight
         self.tol = tol

@@ -2,6 +2,7 @@
 inputs, NotFittedError, score, cross_val_score and GridSearchCV, on the shipped sample."""
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import pickle
@@ -38,6 +39,25 @@ def build(code: str, name: str):
     model = spec.models[name].build(0, spec.load_resources(extras))
     return model.set_params(**QUICK.get((code, name), {}))
 
+
+
+@pytest.mark.parametrize("code,name", MODELS)
+def test_hyper_parameters_are_keyword_only_and_the_seed_reaches_the_model(code, name):
+    estimator = get_task(code).models[name].estimator
+    positional = [parameter.name for parameter in inspect.signature(estimator).parameters.values()
+                  if parameter.kind is not inspect.Parameter.KEYWORD_ONLY]
+    assert positional == [], f"{estimator.__name__} takes {positional} by position"
+    if "random_state" in inspect.signature(estimator).parameters:
+        assert get_task(code).models[name].build(7, {}).random_state == 7  # the run's seed reaches the model
+
+
+@pytest.mark.parametrize("code,name", MODELS)
+def test_fit_and_predict_document_their_parameters_and_returns(code, name):
+    estimator = get_task(code).models[name].estimator
+    for method in ("fit", "predict"):
+        documented = inspect.getdoc(getattr(estimator, method)) or ""
+        assert "Parameters\n----------\nX : " in documented and "Returns\n-------\n" in documented, \
+            f"{estimator.__name__}.{method}"
 
 def plain_inputs(code: str, records: list, path) -> list:
     """The records as a notebook user would hand them over: str, tuples, or raw dicts."""

@@ -150,6 +150,17 @@ class AllOutsideTagger(NothingLearnt, BaseEstimator):
     _headline = staticmethod(headline)
 
     def predict(self, X: Sequence) -> list[list[str]]:
+        """'O' for every character.
+
+        Parameters
+        ----------
+        X : sequence of NerSentence or str
+
+        Returns
+        -------
+        list of list of str
+            For each sentence, one 'O' per character.
+        """
         return [["O"] * len(record.text) for record in self._fitted_records(X)]
 
 
@@ -417,7 +428,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
         "type_folds": [*FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})], "random_state": [SEED],
     }
 
-    def __init__(self, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 80, neighbours: int = 20,
+    def __init__(self, *, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 80, neighbours: int = 20,
                  type_folds: int = 5, scheme: str = "iobes", random_state: int = 0):
         self.c1 = c1
         self.c2 = c2
@@ -437,6 +448,20 @@ class CharacterCRF(TaskModel, BaseEstimator):
                 for r, a, p in zip(records, analyses, priors))
 
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "CharacterCRF":
+        """Train the character CRF on tagged sentences.
+
+        Parameters
+        ----------
+        X : sequence of NerSentence or str
+            Training sentences, as records or plain strings.
+        y : sequence of sequence of str
+            IOB2 tags, one per character of each sentence (B-PS, I-PS, ..., O).
+
+        Returns
+        -------
+        self : CharacterCRF
+            The fitted model.
+        """
         texts = [nfc_text(record.text) for record in self._fit_records(X)]
         y = [text.tags_to_nfc(tags) if text.changed else tags for text, tags in zip(texts, y)]
         records = [NerSentence("", text.text, None) for text in texts]
@@ -500,8 +525,18 @@ class CharacterCRF(TaskModel, BaseEstimator):
         return explained
 
     def predict(self, X: Sequence) -> list[list[str]]:
-        """IOB2 tags, one per character of each record's own text: the CRF reads NFC, and its tags are
-        carried back to decomposed (NFD) characters, so that entity offsets point into the user's string."""
+        """IOB2 tags, one per character of each record's own text: the CRF reads NFC, and its tags are carried back
+        to decomposed (NFD) characters, so that entity offsets point into the user's string.
+
+        Parameters
+        ----------
+        X : sequence of NerSentence or str
+
+        Returns
+        -------
+        list of list of str
+            For each sentence, as many tags as it has characters.
+        """
         texts = [nfc_text(record.text) for record in self._fitted_records(X)]
         records = [NerSentence("", text.text, None) for text in texts]
         analyses = analyze(r.text for r in records)

@@ -201,7 +201,7 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
         "n_jobs": [JOBS, None], "max_iter": [ITERATIONS], "random_state": [SEED],
     }
 
-    def __init__(self, C: float = 0.25, ngram_range: tuple[int, int] = (1, 2),
+    def __init__(self, *, C: float = 0.25, ngram_range: tuple[int, int] = (1, 2),
                  char_ngrams: tuple[int, int] | None = None, min_df: int = 2, cross_weight: float = 1.0,
                  marks: bool = True, neighbours: int = 20, stack_folds: int = 3, n_jobs: int | None = 2,
                  max_iter: int = 500, random_state: int = 0):
@@ -262,6 +262,20 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
         return OrderedLogisticRegression(C=self.C, max_iter=self.max_iter)
 
     def fit(self, X: Sequence, y: Sequence[str]) -> "InferenceClassifier":
+        """Learn the relation of hypothesis to premise from their TF-IDF and cross-sentence features.
+
+        Parameters
+        ----------
+        X : sequence of NliExample or (str, str)
+            Training pairs, as records or plain (premise, hypothesis) tuples.
+        y : sequence of str
+            'entailment', 'neutral' or 'contradiction' for each pair.
+
+        Returns
+        -------
+        self : InferenceClassifier
+            The fitted model.
+        """
         records = self._fit_records(X)
         self._check_min_df(records, "pairs")
         premises = len({r.premise for r in records})
@@ -306,6 +320,17 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
         return self._matrices(records, fit=False)[0]
 
     def predict_proba(self, X: Sequence) -> np.ndarray:
+        """Probability of each relation for each pair.
+
+        Parameters
+        ----------
+        X : sequence of NliExample or (str, str)
+
+        Returns
+        -------
+        ndarray of shape (n_pairs, 3)
+            Columns in the order of ``classes_``.
+        """
         records = self._fitted_records(X)
         features, dense = self._matrices(records, fit=False)
         probabilities = self.classifier_.predict_proba(features)
@@ -314,6 +339,17 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
         return self.stacker_.predict_proba(stacker_inputs(probabilities, dense))
 
     def predict(self, X: Sequence) -> np.ndarray:
+        """The most probable relation of each pair.
+
+        Parameters
+        ----------
+        X : sequence of NliExample or (str, str)
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,)
+            One label of ``classes_`` per pair.
+        """
         probabilities = self.predict_proba(X)
         return self.classes_[probabilities.argmax(axis=1)]
 

@@ -353,7 +353,7 @@ class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEsti
         "entity_neighbours": [NEIGHBOURS], "max_iter": [ITERATIONS], "random_state": [SEED],
     }
 
-    def __init__(self, C: float = 1.0, window: int = 3, min_count: int = 2, adapt_priors: bool = False,
+    def __init__(self, *, C: float = 1.0, window: int = 3, min_count: int = 2, adapt_priors: bool = False,
                  between_characters: bool = True, entity_surface: bool = True, typed_words: bool = True,
                  entity_neighbours: int = 10, max_iter: int = 300, random_state: int = 0):
         self.C = C
@@ -378,6 +378,21 @@ class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEsti
                 for r, a, near in zip(records, analyses, neighbours)]
 
     def fit(self, X: Sequence, y: Sequence[str]) -> "RelationClassifier":
+        """Learn the relation of each entity pair from features of the pair and the words around it.
+
+        Parameters
+        ----------
+        X : sequence of ReExample or dict
+            Training examples, as records or raw rows of the official file (sentence, subject_entity,
+            object_entity).
+        y : sequence of str
+            The relation of each pair, one of the 30 KLUE-RE relations (no_relation included).
+
+        Returns
+        -------
+        self : RelationClassifier
+            The fitted model.
+        """
         records = self._fit_records(X)
         self.vectorizer_ = DictVectorizer()
         features = self.vectorizer_.fit_transform(self._dicts(records))
@@ -399,13 +414,34 @@ class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEsti
         return self.vectorizer_.transform(self._dicts(records))
 
     def predict_proba(self, X: Sequence) -> np.ndarray:
-        """Posteriors; with adapt_priors, adjusted to the label proportions that the batch itself
-        suggests (see baselines.priors)."""
+        """Posteriors; with adapt_priors, adjusted to the label proportions that the batch itself suggests (see
+        baselines.priors).
+
+        Parameters
+        ----------
+        X : sequence of ReExample or dict
+
+        Returns
+        -------
+        ndarray of shape (n_examples, n_classes)
+            Columns in the order of ``classes_``; the official AUPRC reads them.
+        """
         records = self._fitted_records(X)
         probabilities = self.classifier_.predict_proba(self.vectorizer_.transform(self._dicts(records)))
         return adapt_to_priors(probabilities, self.train_priors_) if self.adapt_priors else probabilities
 
     def predict(self, X: Sequence) -> np.ndarray:
+        """The most probable relation of each pair.
+
+        Parameters
+        ----------
+        X : sequence of ReExample or dict
+
+        Returns
+        -------
+        ndarray of shape (n_examples,)
+            One relation of ``classes_`` per example.
+        """
         probabilities = self.predict_proba(X)
         return self.classes_[probabilities.argmax(axis=1)]
 

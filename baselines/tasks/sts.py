@@ -209,7 +209,7 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
         "shift_folds": [*FOLDS_OR_OFF], "random_state": [SEED],
     }
 
-    def __init__(self, svd_components: int = 150, learning_rate: float = 0.05, max_iter: int = 400,
+    def __init__(self, *, svd_components: int = 150, learning_rate: float = 0.05, max_iter: int = 400,
                  max_leaf_nodes: int = 31, min_samples_leaf: int = 20, shift_folds: int = 3, random_state: int = 0):
         self.svd_components = svd_components
         self.learning_rate = learning_rate
@@ -244,6 +244,20 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
         return np.column_stack(columns)
 
     def fit(self, X: Sequence, y: Sequence[float]) -> "SimilarityRegressor":
+        """Learn a similarity score from the pair's similarity features with gradient boosting.
+
+        Parameters
+        ----------
+        X : sequence of StsExample or (str, str)
+            Training sentence pairs, as records or plain (sentence1, sentence2) tuples.
+        y : sequence of float
+            The gold similarity of each pair, 0 to 5.
+
+        Returns
+        -------
+        self : SimilarityRegressor
+            The fitted model.
+        """
         features, gold = self._features(self._fit_records(X), fit=True), np.asarray(y, dtype=float)
         self.regressor_ = self._regressor().fit(features, gold)
         self.shift_ = 0.0
@@ -258,6 +272,17 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
             min_samples_leaf=self.min_samples_leaf, random_state=self.random_state)
 
     def predict(self, X: Sequence) -> np.ndarray:
+        """The similarity of each pair.
+
+        Parameters
+        ----------
+        X : sequence of StsExample or (str, str)
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,)
+            Scores clipped to the 0-5 range; 3 or more counts as paraphrase in the official F1.
+        """
         records = self._fitted_records(X)
         return np.clip(self.regressor_.predict(self._features(records, fit=False)) + self.shift_, 0.0, 5.0)
 

@@ -183,6 +183,17 @@ class EmptyStateTracker(NothingLearnt, BaseEstimator):
     _headline = staticmethod(headline)
 
     def predict(self, X: Sequence) -> list[list[list[str]]]:
+        """An empty state after every user turn.
+
+        Parameters
+        ----------
+        X : sequence of WosDialogue or dict
+
+        Returns
+        -------
+        list of list of list of str
+            For each dialogue, one empty list per user turn.
+        """
         return [[[] for _ in record.user_turns] for record in self._fitted_records(X)]
 
 
@@ -414,7 +425,7 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
 
     THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 
-    def __init__(self, ontology: dict | None = None, C: float = 64.0, none_threshold: float | None = None,
+    def __init__(self, *, ontology: dict | None = None, C: float = 64.0, none_threshold: float | None = None,
                  context: str | None = "history", selection_folds: int = 2, min_df: int = 2, n_jobs: int | None = 2,
                  random_state: int = 0):
         self.ontology = ontology
@@ -469,6 +480,20 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
         return vectorizer, gates
 
     def fit(self, X: Sequence, y: Sequence[Sequence[Sequence[str]]]) -> "DialogueStateTracker":
+        """Learn the slot gates and value choices from the dialogues' gold states.
+
+        Parameters
+        ----------
+        X : sequence of WosDialogue or dict
+            Training dialogues, as records or raw rows of the official file (dialogue, domains).
+        y : sequence of sequence of sequence of str
+            For each dialogue, the cumulative state after each user turn, as 'domain-slot-value' strings.
+
+        Returns
+        -------
+        self : DialogueStateTracker
+            The fitted model.
+        """
         records = self._fit_records(X)
         # The official ontology misses values that the dialogues use (hotel names of dev, for one): add
         # every value seen in the training states.
@@ -585,6 +610,17 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
         return sections
 
     def predict(self, X: Sequence) -> list[list[list[str]]]:
+        """The cumulative state after each user turn of each dialogue.
+
+        Parameters
+        ----------
+        X : sequence of WosDialogue or dict
+
+        Returns
+        -------
+        list of list of list of str
+            For each dialogue, one list of 'domain-slot-value' strings per user turn.
+        """
         records = self._fitted_records(X)
         turns = self._documents(records)
         predictions: list[list[list[str]]] = [[] for _ in records]

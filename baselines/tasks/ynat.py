@@ -153,7 +153,7 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
         "max_iter": [ITERATIONS], "random_state": [SEED],
     }
 
-    def __init__(self, C: float = 1.0, morpheme_ngrams: tuple[int, int] = (1, 2),
+    def __init__(self, *, C: float = 1.0, morpheme_ngrams: tuple[int, int] = (1, 2),
                  char_ngrams: tuple[int, int] = (1, 3), neighbours: int = 20, min_df: int = 2,
                  class_weight: str | None = None, max_iter: int = 300, random_state: int = 0):
         self.C = C
@@ -183,6 +183,20 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
         return analyses
 
     def fit(self, X: Sequence, y: Sequence[str]) -> "TopicClassifier":
+        """Learn the topic of a title from the TF-IDF of its morphemes, characters and neighbours.
+
+        Parameters
+        ----------
+        X : sequence of YnatExample or str
+            Training titles, as records or plain strings.
+        y : sequence of str
+            The topic of each title, one of the seven YNAT labels.
+
+        Returns
+        -------
+        self : TopicClassifier
+            The fitted model.
+        """
         records = self._fit_records(X)
         self._check_min_df(records, "titles")
         self.vectorizer_ = self._features()
@@ -199,10 +213,32 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
         return self.vectorizer_.transform(self._analyses(records))
 
     def predict_proba(self, X: Sequence) -> np.ndarray:
+        """Probability of each topic for each title.
+
+        Parameters
+        ----------
+        X : sequence of YnatExample or str
+
+        Returns
+        -------
+        ndarray of shape (n_titles, n_classes)
+            Columns in the order of ``classes_``.
+        """
         records = self._fitted_records(X)  # first: NotFittedError before any fitted attribute is touched
         return self.classifier_.predict_proba(self._explained_matrix(records))
 
     def predict(self, X: Sequence) -> np.ndarray:
+        """The most probable topic of each title.
+
+        Parameters
+        ----------
+        X : sequence of YnatExample or str
+
+        Returns
+        -------
+        ndarray of shape (n_titles,)
+            One label of ``classes_`` per title.
+        """
         probabilities = self.predict_proba(X)
         return self.classes_[probabilities.argmax(axis=1)]
 

@@ -233,11 +233,35 @@ class AttachToNextParser(TaskModel, BaseEstimator):
     _analyses_text = False
 
     def fit(self, X: Sequence, y: Sequence) -> "AttachToNextParser":
+        """Find the most frequent relation label.
+
+        Parameters
+        ----------
+        X : sequence of DpSentence or str
+        y : sequence of (heads, deprels)
+            Only the relation labels are read.
+
+        Returns
+        -------
+        self : AttachToNextParser
+            The fitted model.
+        """
         counts = Counter(label for _heads, deprels in y for label in deprels)
         self.deprel_ = min(counts, key=lambda label: (-counts[label], label))
         return self
 
     def predict(self, X: Sequence) -> list[tuple[list[int], list[str]]]:
+        """Each eojeol attached to the next, the last to the root, all with the most frequent label.
+
+        Parameters
+        ----------
+        X : sequence of DpSentence or str
+
+        Returns
+        -------
+        list of (list of int, list of str)
+            For each sentence, a head per eojeol (1-based, 0 for the root) and a relation label per eojeol.
+        """
         output = []
         for record in self._fitted_records(X):
             size = len(record.words)
@@ -474,7 +498,7 @@ class MstParser(TaskModel, BaseEstimator):
         "pos": [StrOptions({"gold", "kiwi"})], "random_state": [SEED],
     }
 
-    def __init__(self, epochs: int = 6, dimension: int = 2 ** 24, min_count: int = 2, label_C: float = 16.0,
+    def __init__(self, *, epochs: int = 6, dimension: int = 2 ** 24, min_count: int = 2, label_C: float = 16.0,
                  structure: str = "learnt", pos: str = "gold", random_state: int = 0):
         self.epochs = epochs
         self.structure = structure
@@ -507,13 +531,25 @@ class MstParser(TaskModel, BaseEstimator):
     def _inputs(self, records: Sequence[DpSentence]) -> Sequence[DpSentence]:
         """The sentences as the parser sees them: with the data's lemmas and POS ('gold'), or with Kiwi's
         ('kiwi', also used for any sentence that has none, such as raw text)."""
-        if self.pos not in ("gold", "kiwi"):
-            raise ValueError(f"pos must be 'gold' or 'kiwi', not {self.pos!r}")
         if self.pos == "gold" and all(w.pos for r in records for w in r.words):
             return records
         return with_kiwi_pos(records)
 
     def fit(self, X: Sequence, y: Sequence[tuple[Sequence[int], Sequence[str]]]) -> "MstParser":
+        """Train the arc scorer (structured perceptron over eojeol pairs) and the relation labeller.
+
+        Parameters
+        ----------
+        X : sequence of DpSentence or str
+            Training sentences, as records or plain strings (which get Kiwi's POS, whatever ``pos`` says).
+        y : sequence of (heads, deprels)
+            For each sentence, the 1-based head of each eojeol (0 for the root) and its relation label.
+
+        Returns
+        -------
+        self : MstParser
+            The fitted model.
+        """
         records = self._inputs(with_trees(self._fit_records(X), y))
         counts = Counter(f"{name}={value}" for sentence in records for word in sentence.words
                          for name, value in eojeol_attributes(word).items())
@@ -602,6 +638,17 @@ class MstParser(TaskModel, BaseEstimator):
         return sections
 
     def predict(self, X: Sequence) -> list[tuple[list[int], list[str]]]:
+        """The best tree of each sentence and its relation labels.
+
+        Parameters
+        ----------
+        X : sequence of DpSentence or str
+
+        Returns
+        -------
+        list of (list of int, list of str)
+            For each sentence, a head per eojeol (1-based, 0 for the root) and a relation label per eojeol.
+        """
         parsed, rows = [], []
         for sentence in self._inputs(self._fitted_records(X)):
             heads = self._decode(self.weights_, sentence, self._shaped_arcs(sentence), self.projective_)

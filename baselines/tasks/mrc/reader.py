@@ -87,6 +87,17 @@ class EmptyAnswerReader(NothingLearnt, BaseEstimator):
     _headline = staticmethod(headline)
 
     def predict(self, X: Sequence) -> list[tuple[str, int]]:
+        """No answer to any question.
+
+        Parameters
+        ----------
+        X : sequence of MrcQuestion or dict
+
+        Returns
+        -------
+        list of (str, int)
+            ('', 0) for each question.
+        """
         return [("", 0) for _ in self._fitted_records(X)]
 
 
@@ -222,7 +233,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         "random_state": [SEED],
     }
 
-    def __init__(self, alpha: float | None = None, max_iter: int = 500, top_sentences: int = 3, max_eojeols: int = 4,
+    def __init__(self, *, alpha: float | None = None, max_iter: int = 500, top_sentences: int = 3, max_eojeols: int = 4,
                  max_chars: int = 40, calibration_folds: int = 3, max_calibration_questions: int = 4000,
                  abstain: bool = True, neighbours: int = 10, tagger=None, type_C: float = 1.0,
                  plausible_answers: bool = True, memory=None, random_state: int = 0):
@@ -472,6 +483,20 @@ class SpanRanker(TaskModel, BaseEstimator):
         return expected
 
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "SpanRanker":
+        """Learn to rank candidate spans of the passage against the question, and when to answer nothing.
+
+        Parameters
+        ----------
+        X : sequence of MrcQuestion or dict
+            Training questions, as records or dicts with 'context' and 'question'.
+        y : sequence of sequence of str
+            The gold answer texts of each question; empty for an unanswerable one.
+
+        Returns
+        -------
+        self : SpanRanker
+            The fitted model.
+        """
         records = in_nfc(self._fit_records(X))
         y = [[nfc(answer) for answer in answers] for answers in y]
         self._prefetch_neighbours(analyze(r.question for r in records))
@@ -694,6 +719,18 @@ class SpanRanker(TaskModel, BaseEstimator):
         return readings
 
     def predict(self, X: Sequence) -> list[tuple[str, int]]:
+        """The answer to each question, or none.
+
+        Parameters
+        ----------
+        X : sequence of MrcQuestion or dict
+
+        Returns
+        -------
+        list of (str, int)
+            For each question, the answer text and its character offset in the context; ('', 0) where the reader
+            abstains. ``read`` gives the whole reading (belief, question type, alternatives).
+        """
         return [(r.best_span, r.best_start) if r.answered else ("", 0) for r in self.read(X)]
 
 
