@@ -287,8 +287,9 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
     Lines in the input's order, without guids, ClassLabel indices: see hf.to_hf_predictions); or in a format
     of the task's own (DP: 'tsv', the official layout, and 'conllu')."""
     spec = get_task(task)
-    if output_format not in ("jsonl", "hf", *spec.writers) or (output_format in spec.writers and output is None):
-        own = ", ".join(f"{name} ({t.code})" for t in all_tasks() for name in t.writers)
+    writers = spec.prediction_files.writers
+    if output_format not in ("jsonl", "hf", *writers) or (output_format in writers and output is None):
+        own = ", ".join(f"{name} ({t.code})" for t in all_tasks() for name in t.prediction_files.writers)
         raise driver.UsageError(f"--format {output_format}: every task writes jsonl and hf; {own} need --output FILE "
                                 "and exist for those tasks only")
     if output is not None:
@@ -304,8 +305,8 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
                                 trust_pickle=trust_pickle, log=log, **params)
     rows = driver.with_inputs(spec, records, spec.predict(estimator, records))
     if output is not None:
-        if output_format in spec.writers:
-            spec.writers[output_format](Path(output), records, rows)
+        if output_format in writers:
+            writers[output_format](Path(output), records, rows)
         else:
             write_jsonl_atomic(Path(output), hf.to_hf_predictions(task, rows) if output_format == "hf" else rows)
         log(f"{len(rows)} predictions written to {output} ({output_format})")
@@ -345,7 +346,7 @@ def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence 
             for section, items in explanation["sections"].items() for item in items]
     if inputs is not None:
         records = _input_records(spec, inputs)
-        guids, plain = [spec.record_id(record) for record in records], spec.plain_inputs(records)
+        guids, plain = [record.guid for record in records], spec.plain_inputs(records)
         if hasattr(model, "feature_contributions"):
             explanation["examples"] = [
                 {"guid": guid, "input": shown, "prediction": label, "features": listed(features)}
@@ -543,13 +544,13 @@ def read_predictions(task: str, path: PathLike) -> list[dict]:
     except RecursionError:
         raise DataError(path, None, "JSON nested too deeply to read") from None
     if isinstance(whole, dict) and "guid" not in whole:
-        converted = spec.predictions_from_json(whole)
+        converted = spec.prediction_files.from_object(whole)
         if converted is not None:
             return converted
     if not looks_like_jsonl(path):
-        if spec.predictions_from_path is not None:
-            return spec.predictions_from_path(path)
-        raise DataError(path, None, f"expected {spec.prediction_formats}")
+        if spec.prediction_files.from_file is not None:
+            return spec.prediction_files.from_file(path)
+        raise DataError(path, None, f"expected {spec.prediction_files.described}")
     return [row for _number, row in read_jsonl(path)]
 
 
@@ -558,9 +559,9 @@ def _prediction_rows(spec: TaskSpec, predictions: PathLike | Sequence[dict] | di
     if _is_path(predictions):
         return read_predictions(spec.code, predictions)
     if isinstance(predictions, dict):
-        rows = spec.predictions_from_json(predictions)
+        rows = spec.prediction_files.from_object(predictions)
         if rows is None:
-            raise PredictionError(f"expected {spec.prediction_formats}, not one object")
+            raise PredictionError(f"expected {spec.prediction_files.described}, not one object")
         return rows
     return list(predictions)
 
@@ -593,7 +594,7 @@ def _checked(spec: TaskSpec, records: list, resources: dict, predictions: PathLi
              ) -> tuple[list[dict], dict[str, float]]:
     """(prediction rows, official metrics) of predictions against checked gold; a PredictionError names the
     prediction file."""
-    rows = hf.prediction_rows(spec.code, _prediction_rows(spec, predictions), [spec.record_id(r) for r in records],
+    rows = hf.prediction_rows(spec.code, _prediction_rows(spec, predictions), [r.guid for r in records],
                               Path(predictions) if _is_path(predictions) else Path("<predictions>"))
     try:
         return rows, spec.score(records, rows, resources)
@@ -649,7 +650,7 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
             raise driver.UsageError(f"{plots_dir} already holds {', '.join(earlier)} from an earlier report: give "
                                     f"another --plots folder, or remove them")
     records, rows, metrics = _scored(spec, gold, predictions, data_dir)
-    aligned = align_predictions(records, rows, spec.record_id)
+    aligned = align_predictions(records, rows)
     comparison = spec.compare(records, aligned)
     built: dict[str, Any] = {"task": task, "unit": comparison.unit, "metrics": results.jsonable_scores(metrics, 4)}
     if comparison.gold:
@@ -657,7 +658,7 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
         built["confusion"] = teaching.confusion(comparison)
     if comparison.groups:
         built["groups"] = {"by": comparison.group_by, "rows": comparison.groups}
-    built["errors"] = teaching.worst_errors(comparison, [spec.record_id(r) for r in records],
+    built["errors"] = teaching.worst_errors(comparison, [r.guid for r in records],
                                             spec.plain_inputs(records), errors)
     built["errors_ranked_by"] = comparison.ranked_by
     if plots_dir is not None:

@@ -90,9 +90,12 @@ dev_option = click.option("--dev", "dev_file", type=DATA_PATH,
                           help="Evaluation file instead of the official dev file (or a Hugging Face export).")
 seed_option = click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
                            help="Random seed of models and folds (0 to 2^32-1).")
-pos_option = click.option("--pos", type=click.Choice(["gold", "kiwi"]), default=None,
-                          help="A parsing task's model by the POS tags it reads: the data's (gold, the default) or "
-                               "Kiwi's (kiwi).")
+# The choices that the tasks declare (TaskSpec.model_for_pos, PredictionFiles.writers), not spelled here.
+POS_MODELS = {pos: f"{task.code} {name}" for task in all_tasks() for pos, name in task.model_for_pos.items()}
+OWN_FORMATS = {name: task.code for task in all_tasks() for name in task.prediction_files.writers}
+pos_option = click.option("--pos", type=click.Choice(sorted(POS_MODELS)), default=None,
+                          help="A parsing task's model by the POS tags it reads, the data's (gold, the default) or "
+                               "Kiwi's (kiwi): " + ", ".join(f"{pos} -> {model}" for pos, model in POS_MODELS.items()))
 
 
 def _assignments(_ctx, _param, values) -> dict:
@@ -304,9 +307,10 @@ def evaluate(ctx, task: str, model_path, trust_pickle: bool, data_dir, train_fil
 @param_option
 @seed_option
 @pos_option
-@click.option("--format", "output_format", type=click.Choice(["jsonl", "hf", "tsv", "conllu"]), default="jsonl",
+@click.option("--format", "output_format", type=click.Choice(["jsonl", "hf", *OWN_FORMATS]), default="jsonl",
               show_default=True, help="hf: as Hugging Face users keep predictions (no guids, in the input's order, "
-                                      "ClassLabel indices); tsv and conllu (DP): the official TSV layout, CoNLL-U.")
+                                      "ClassLabel indices); a task's own: "
+                                      + ", ".join(f"{name} ({code})" for name, code in OWN_FORMATS.items()) + ".")
 @click.pass_context
 @friendly_errors
 def predict(ctx, task: str, input_path: Path, output_path, model_path, trust_pickle: bool, data_dir, train_file,
@@ -563,8 +567,6 @@ def bench_determinism_command(ctx, task_codes, model_name, params, data_dir, tra
 def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_json: bool) -> None:
     """Score anyone's predictions against an official file with the official metrics."""
     metrics = api.score(task, gold_path, predictions_path, data_dir=data_dir)
-    for note in api.task_spec(task).score_notes(metrics):
-        console(ctx).log(note)
     _print_metrics(task, results.jsonable_scores(metrics, 6) if as_json else metrics, as_json)
 
 

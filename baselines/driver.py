@@ -178,7 +178,7 @@ def check_labelled(task: TaskSpec, records: Sequence, path: Path) -> None:
         raise DataError(path, None, f"holds no {task.code} records; training and scoring need labelled data")
     for gold, record in zip(task.targets(records), records):
         if _has_missing(gold):
-            raise DataError(path, f"guid {task.record_id(record)}", "has no gold label (or lacks part of "
+            raise DataError(path, f"guid {record.guid}", "has no gold label (or lacks part of "
                             "it); training and scoring need labelled data")
 
 
@@ -204,7 +204,7 @@ def check_gold(task: TaskSpec, records: Sequence, path: Path) -> None:
     """A file to score against: not empty, every record labelled, and each guid once (a repeated gold record
     would be scored twice against one prediction)."""
     check_labelled(task, records, path)
-    twice = repeated([task.record_id(record) for record in records])
+    twice = repeated([record.guid for record in records])
     if twice:
         raise DataError(path, f"guid {twice[0]}", f"occurs more than once ({len(twice)} guids are repeated); "
                         "each gold record must have its own guid")

@@ -53,7 +53,7 @@ def _resampled_scores(spec: TaskSpec, records: Sequence, systems: tuple[list[dic
 
     def copy_of(index: int, number: int) -> tuple[Any, dict, dict]:
         if (index, number) not in copies:
-            guid = f"{spec.record_id(records[index])}#{number}"
+            guid = f"{records[index].guid}#{number}"
             copies[index, number] = (dataclasses.replace(records[index], guid=guid),
                                      dict(systems[0][index], guid=guid), dict(systems[1][index], guid=guid))
         return copies[index, number]
@@ -83,8 +83,8 @@ def paired_bootstrap(spec: TaskSpec, records: Sequence, predictions_a: Sequence[
     work is shared out, so the result is the same for any n_jobs. `observed`: A's and B's metrics on the
     whole gold where the caller has scored them already."""
     metrics = list(metrics or spec.headline)
-    systems = (align_predictions(records, list(predictions_a), spec.record_id),
-               align_predictions(records, list(predictions_b), spec.record_id))
+    systems = (align_predictions(records, list(predictions_a)),
+               align_predictions(records, list(predictions_b)))
     if observed is None:
         observed = tuple(spec.score(records, rows, resources) for rows in systems)
     if not 1 <= resamples <= MAX_RESAMPLES:

@@ -33,6 +33,19 @@ class ModelEntry:
 
 
 @dataclass(frozen=True)
+class PredictionFiles:
+    """The prediction files of a task besides JSON Lines keyed by guid, which every task reads and writes."""
+    described: str = "JSONL with one prediction per line"  # every format it reads, for error messages
+    # A whole-file JSON object of the task's own -> prediction rows (MRC's {question_id: answer}); None when the
+    # object is not one.
+    from_object: Callable[[Any], list[dict] | None] = lambda data: None
+    # A file that is not JSON Lines -> prediction rows (DP's official TSV and CoNLL-U); None: no such format.
+    from_file: Callable[[Path], list[dict]] | None = None
+    # Formats it writes, by --format name: writer(path, records, rows).
+    writers: Mapping[str, Callable[[Path, Sequence, Sequence[dict]], None]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Requirement:
     """A model of this task that takes a fitted model of another task as a hyper-parameter (MRC's reader takes
     an NER tagger): given ``--param <file_param>=FILE``, the driver fits `task`'s default model on FILE with
@@ -63,8 +76,8 @@ class TaskSpec:
     - ``as_records(X)`` turns plain inputs (str, pairs, raw-row dicts) into records, and
       ``plain_inputs(records)`` does the reverse; the models accept either.
     - ``model_for_pos`` maps a --pos choice to a model name (DP: 'gold' -> mst, 'kiwi' -> mst-kiwi).
-    - ``prediction_formats`` names the prediction file formats ``score`` reads, for error messages.
-    - ``score_notes(metrics)`` says what a user should know about a score (RE without probabilities).
+    - ``prediction_files`` names the task's own prediction file formats, read by ``score`` and written by
+      ``predict --format`` (a PredictionFiles).
     - ``compare(records, aligned_predictions)`` sets gold against predicted for ``report`` (a
       baselines.report.Comparison).
     """
@@ -83,6 +96,8 @@ class TaskSpec:
     headline: tuple[str, ...]
     prediction_example: str
     texts: Callable[[Sequence], list[str]]
+    compare: Callable[[Sequence, Sequence[dict]], Any]  # gold vs predicted, for `report`
+    tally: Callable[[Sequence, Sequence[dict], dict], Any]
     as_records: Callable[[Sequence], list] = field(default=list)  # records or plain inputs -> records
     plain_inputs: Callable[[Sequence], list] = field(default=list)  # records -> what a notebook user hands over
     load_input: Callable[[Path], list] | None = None
@@ -96,16 +111,8 @@ class TaskSpec:
     check_resource_labels: Callable[[Sequence, dict, Path], None] = field(
         default=lambda records, resources, path: None)
     group: Callable[[Any], str] | None = None
-    predictions_from_json: Callable[[Any], list[dict] | None] = field(default=lambda data: None)
-    predictions_from_path: Callable[[Path], list[dict]] | None = None  # a task's own prediction file format
-    # Prediction file formats of the task's own besides JSON Lines, by --format name: writer(path, records, rows).
-    writers: dict[str, Callable[[Path, Sequence, Sequence[dict]], None]] = field(default_factory=dict)
-    record_id: Callable[[Any], str] = field(default=lambda record: record.guid)
+    prediction_files: PredictionFiles = field(default_factory=PredictionFiles)
     model_for_pos: dict[str, str] = field(default_factory=dict)
-    prediction_formats: str = "JSONL with one prediction per line"
-    score_notes: Callable[[dict], list[str]] = field(default=lambda metrics: [])
-    compare: Callable[[Sequence, Sequence[dict]], Any] | None = None  # gold vs predicted, for `report`
-    tally: Callable[[Sequence, Sequence[dict], dict], Any] | None = None
     # The family of score keys that `compare` breaks a lead down by ('class_f1' for 'class_f1/경제', ...).
     breakdown: str | None = None
     # (record, k) -> copy k of the record, distinct from the record and from its other copies in every text
@@ -149,10 +156,9 @@ def official_stem(guid: str) -> str:
     return match.group(1) if match else guid
 
 
-def align_predictions(records: Sequence, predictions: Sequence[dict], record_id: Callable[[Any], str],
-                      ) -> list[dict]:
+def align_predictions(records: Sequence, predictions: Sequence[dict]) -> list[dict]:
     """Order predictions like the records by guid; complain with counts and the first few ids."""
-    gold_ids = [record_id(record) for record in records]
+    gold_ids = [record.guid for record in records]
     repeated_gold = repeated(gold_ids)
     if repeated_gold:
         raise PredictionError(f"the gold data has {len(repeated_gold)} guids more than once "

@@ -159,6 +159,7 @@ def test_score_re_without_probabilities_gives_micro_f1(tmp_path):
     records = get_task("re").load(sample_file("re"))
     result = _score("re", [{"guid": r.guid, "label": r.label} for r in records], tmp_path)
     assert "micro_f1" in result.output and "auprc" not in result.output
+    assert "Warning: re: AUPRC needs 'probs' (label -> probability) in every prediction" in result.output
 
 
 def test_score_mrc_accepts_a_plain_answer_object(tmp_path):

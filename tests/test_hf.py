@@ -157,7 +157,7 @@ def test_guidless_rows_of_a_whole_split_get_the_official_stems():
     guids = ("klue-ner-v1_dev_00000-wikitree", "klue-ner-v1_dev_00001-nsmc")
     gold = [type("R", (), {"guid": guid})() for guid in guids]
     predictions = [{"guid": "klue-ner-v1_dev_00001", "tags": ["O"]}, {"guid": "klue-ner-v1_dev_00000", "tags": []}]
-    assert align_predictions(gold, predictions, lambda r: r.guid) == predictions[::-1]
+    assert align_predictions(gold, predictions) == predictions[::-1]
 
 
 @pytest.mark.parametrize("code", ["ynat", "sts", "nli", "ner", "re", "dp", "mrc"])
@@ -209,7 +209,7 @@ def test_dp_conllu_out_parses_and_reads_back(tmp_path):
     assert [token["deprel"] for token in first] == rows[0]["deprels"]
     assert api.score("dp", dev, output) == api.score("dp", dev, rows)  # CoNLL-U predictions
     gold_conllu = tmp_path / "gold.conllu"
-    api.task_spec("dp").writers["conllu"](gold_conllu, records, [
+    api.task_spec("dp").prediction_files.writers["conllu"](gold_conllu, records, [
         {"heads": [w.head for w in r.words], "deprels": [w.deprel for w in r.words]} for r in records])
     assert comparable("dp", api.load("dp", gold_conllu)) == comparable("dp", records)  # CoNLL-U gold and training
 

@@ -24,12 +24,12 @@ def test_copies_are_distinct_and_stay_valid(code, monkeypatch):
     monkeypatch.setitem(scale.hf.SCHEMAS[code].split_sizes, "train", 3 * len(pool) + 1)
     records, copies = scale.training_set(spec, pool, 1.0, seed=0)
     assert len(records) == 3 * len(pool) + 1 and copies == 3
-    assert len({spec.record_id(record) for record in records}) == len(records)
+    assert len({record.guid for record in records}) == len(records)
     # No text of a copy is analysed anywhere else: not in the pool, not in another copy.
     copied = spec.texts(records[len(pool):])
     assert not set(copied) & set(spec.texts(pool))
     assert len(set(copied)) == 2 * len(set(spec.texts(pool))) + len(set(spec.texts(records[-1:])))
-    originals = {spec.record_id(record): record for record in pool}
+    originals = {record.guid: record for record in pool}
     for record in records[len(pool):]:
         if code == "ner":
             assert len(record.tags) == len(record.text) and record.text.startswith("사례")
@@ -47,7 +47,7 @@ def test_copies_are_distinct_and_stay_valid(code, monkeypatch):
             assert all(turn.text.startswith("사례") for turn in record.turns)
     # A smaller share is the start of a larger one, and the same seed gives the same set.
     half, _copies = scale.training_set(spec, pool, 0.5, seed=0)
-    assert [spec.record_id(r) for r in half] == [spec.record_id(r) for r in records[:len(half)]]
+    assert [r.guid for r in half] == [r.guid for r in records[:len(half)]]
     assert spec.targets(records) == spec.targets(scale.training_set(spec, pool, 1.0, seed=0)[0])
 
 

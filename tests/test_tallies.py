@@ -18,7 +18,7 @@ def noisy_predictions(task: str, records: list, seed: int) -> list[dict]:
     rows = []
     for record, gold in zip(records, spec.targets(records)):
         change = rng.random() < 1 / 3
-        row = {"guid": spec.record_id(record)}
+        row = {"guid": record.guid}
         if task in ("ynat", "nli", "re"):
             labels = sorted({r.label for r in records}) if task != "re" else resources["relations"]
             row["label"] = str(rng.choice(labels)) if change else gold

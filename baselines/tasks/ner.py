@@ -109,7 +109,7 @@ def gold_and_predicted_tags(records: Sequence[NerSentence],
                             predictions: Sequence[dict]) -> tuple[list[list], list[list]]:
     """Gold and predicted tags of the scored characters, per sentence in record order, the predictions
     checked."""
-    aligned = align_predictions(records, predictions, lambda r: r.guid)
+    aligned = align_predictions(records, predictions)
     bad = [p.get("guid") for p in aligned if not isinstance(p.get("tags"), list)
            or not set(p["tags"]) <= set(TAGS)]
     if bad:

@@ -102,7 +102,7 @@ def targets(records: Sequence[NliExample]) -> list[str]:
 
 def scored_labels(records: Sequence[NliExample], predictions: Sequence[dict]) -> tuple[list[str], list[str]]:
     """Gold and predicted labels in record order, the predictions checked."""
-    return targets(records), check_labels(align_predictions(records, predictions, lambda r: r.guid), "label", LABELS)
+    return targets(records), check_labels(align_predictions(records, predictions), "label", LABELS)
 
 
 def score(records: Sequence[NliExample], predictions: Sequence[dict], resources: dict) -> dict[str, float]:

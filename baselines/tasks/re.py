@@ -1,6 +1,7 @@
 """RE: the relation between a subject and an object entity of a sentence (30 labels, no_relation included)."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, replace
 from numbers import Integral
 from pathlib import Path
@@ -13,6 +14,7 @@ from sklearn.feature_extraction import DictVectorizer
 
 from baselines.linear import OrderedLogisticRegression
 from baselines import hf, scoring, tallies
+from baselines.errors import InputWarning
 from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
 from baselines.explain import LinearExplanation
@@ -165,7 +167,7 @@ def scored_relations(records: Sequence[ReExample], predictions: Sequence[dict],
     """Gold and predicted relations in record order, the predicted probabilities (None unless every
     prediction has them) and the relation list, the predictions checked."""
     relations = resources["relations"]
-    aligned = align_predictions(records, predictions, lambda r: r.guid)
+    aligned = align_predictions(records, predictions)
     predicted = check_labels(aligned, "label", relations)
     gold = targets(records)
     unknown_gold = [r.guid for r in records if r.label not in relations]
@@ -181,7 +183,13 @@ def scored_relations(records: Sequence[ReExample], predictions: Sequence[dict],
 
 
 def score(records: Sequence[ReExample], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
-    return scoring.score_re(*scored_relations(records, predictions, resources))
+    """The official micro F1 and AUPRC; AUPRC only where every prediction has its 'probs' (an InputWarning says
+    so otherwise)."""
+    gold, predicted, probabilities, relations = scored_relations(records, predictions, resources)
+    if probabilities is None:
+        warnings.warn("re: AUPRC needs 'probs' (label -> probability) in every prediction; micro F1 only",
+                      InputWarning, stacklevel=2)
+    return scoring.score_re(gold, predicted, probabilities, relations)
 
 
 def tally(records: Sequence[ReExample], predictions: Sequence[dict], resources: dict) -> tallies.Tally:
@@ -209,12 +217,6 @@ class RelationPrior(TaskModel, DummyClassifier):
     _to_records = staticmethod(as_records)
     _headline = staticmethod(headline)
     _analyses_text = False
-
-
-def score_notes(metrics: dict) -> list[str]:
-    if "auprc" in metrics:
-        return []
-    return ["re: AUPRC needs 'probs' (label -> probability) in every prediction; micro F1 only"]
 
 
 
@@ -464,7 +466,6 @@ TASK = TaskSpec(
             "trivial": ModelEntry(RelationPrior, {"strategy": "prior"})},
     default_model="features-lr",
     predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("micro_f1", "auprc"),
-    score_notes=score_notes,
     prediction_example='{"guid": "klue-re-v1_dev_00000", "label": "no_relation", '
                        '"probs": {"no_relation": 0.91, "per:title": 0.02, ...}}',
     compare=compare,

@@ -103,7 +103,7 @@ def predict(model, records: Sequence[StsExample]) -> list[dict]:
 
 def scored_similarities(records: Sequence[StsExample], predictions: Sequence[dict]) -> tuple[list, list[float]]:
     """Gold and predicted scores in record order, the predictions checked."""
-    aligned = align_predictions(records, predictions, lambda r: r.guid)
+    aligned = align_predictions(records, predictions)
     check_numbers(aligned, "score")
     outside = [p["guid"] for p in aligned if not 0 <= p["score"] <= 5]
     if outside:

@@ -149,7 +149,7 @@ def check_resource_labels(records: Sequence[WosDialogue], resources: dict, path:
 def scored_states(records: Sequence[WosDialogue], predictions: Sequence[dict],
                   resources: dict) -> tuple[list[list], list[list]]:
     """Gold and predicted states of the user turns, per dialogue in record order, the predictions checked."""
-    aligned = align_predictions(records, predictions, lambda r: r.guid)
+    aligned = align_predictions(records, predictions)
     slots = set(resources["ontology"])
     gold, pred = [], []
     for record, prediction, gold_states in zip(records, aligned, targets(records)):

@@ -91,7 +91,7 @@ def targets(records: Sequence[YnatExample]) -> list[str]:
 
 def scored_labels(records: Sequence[YnatExample], predictions: Sequence[dict]) -> tuple[list[str], list[str]]:
     """Gold and predicted topics in record order, the predictions checked."""
-    return targets(records), check_labels(align_predictions(records, predictions, lambda r: r.guid), "label", LABELS)
+    return targets(records), check_labels(align_predictions(records, predictions), "label", LABELS)
 
 
 def score(records: Sequence[YnatExample], predictions: Sequence[dict], resources: dict) -> dict[str, float]:

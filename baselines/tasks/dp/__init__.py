@@ -19,7 +19,8 @@ from baselines.estimators import PLAIN_INPUT, TaskModel, plain_text, records_fro
 from baselines.explain import linear_top_features
 from baselines.params import ITERATIONS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.report import Comparison
-from baselines.taskspec import ModelEntry, PredictionError, TaskSpec, align_predictions, copy_marker, jsonl_records
+from baselines.taskspec import (ModelEntry, PredictionError, PredictionFiles, TaskSpec, align_predictions, copy_marker,
+                                jsonl_records)
 from features.analysis import analyze
 from features.morphemes import eojeol_spans
 from features.normalize import nfc_fields
@@ -151,7 +152,7 @@ def predict(model, records: Sequence[DpSentence]) -> list[dict]:
 def scored_trees(records: Sequence[DpSentence], predictions: Sequence[dict]) -> tuple[list, list, list, list]:
     """Gold heads and relations, then predicted ones, per sentence in record order, the predictions
     checked."""
-    aligned = align_predictions(records, predictions, lambda r: r.guid)
+    aligned = align_predictions(records, predictions)
     for record, prediction in zip(records, aligned):
         heads, deprels = prediction.get("heads"), prediction.get("deprels")
         if not isinstance(heads, list) or not isinstance(deprels, list) \
@@ -831,9 +832,10 @@ TASK = TaskSpec(
     default_model="mst",
     predict=predict, score=score, tally=tally,
     headline=("uas_micro_f1", "las_micro_f1", "uas_macro_f1", "las_macro_f1"),
-    predictions_from_path=predictions_from_file, writers={"tsv": write_tsv, "conllu": write_conllu},
+    prediction_files=PredictionFiles("JSONL with one prediction per line, the official TSV, or CoNLL-U",
+                                     from_file=predictions_from_file,
+                                     writers={"tsv": write_tsv, "conllu": write_conllu}),
     model_for_pos={"gold": "mst", "kiwi": "mst-kiwi"},
-    prediction_formats="JSONL with one prediction per line, the official TSV, or CoNLL-U",
     prediction_example='{"guid": "klue-dp-v1_dev_00000_wikitree", "heads": [2, 6, 4, 6, 6, 0], '
                        '"deprels": ["NP", "NP_SBJ", "NP_MOD", "NP_AJT", "NP_OBJ", "VP"]}',
     compare=compare,

@@ -5,7 +5,8 @@ from typing import Sequence
 
 from baselines import scoring, tallies
 from baselines.report import Comparison
-from baselines.taskspec import ModelEntry, PredictionError, Requirement, TaskSpec, align_predictions, check_numbers
+from baselines.taskspec import (ModelEntry, PredictionError, PredictionFiles, Requirement, TaskSpec, align_predictions,
+                                check_numbers)
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView,
                                             candidate_spans, question_type, question_view, related_words)
 from baselines.tasks.mrc.data import (MrcAnswer, MrcQuestion, as_records, distinct_copy, from_hf, load, load_input,
@@ -35,7 +36,7 @@ def predict(model, records: Sequence[MrcQuestion]) -> list[dict]:
 
 
 def score(records: Sequence[MrcQuestion], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
-    aligned = align_predictions(records, predictions, lambda r: r.guid)
+    aligned = align_predictions(records, predictions)
     _check_answers(aligned)
     gold, answers, types = _scored_answers(records, aligned)
     metrics = scoring.score_mrc(gold, answers, types)
@@ -63,7 +64,7 @@ def _scored_answers(records: Sequence[MrcQuestion], aligned: Sequence[dict]) -> 
 def tally(records: Sequence[MrcQuestion], predictions: Sequence[dict], resources: dict) -> tallies.Tally:
     """The exact match and ROUGE-W of `score` (the reader's diagnostics are not sums: `compare` scores those
     resample by resample)."""
-    aligned = align_predictions(records, predictions, lambda r: r.guid)
+    aligned = align_predictions(records, predictions)
     _check_answers(aligned)
     gold, answers, types = _scored_answers(records, aligned)
     return tallies.tally_mrc(gold, answers, [r.guid for r in records], types)
@@ -142,8 +143,9 @@ TASK = TaskSpec(
             "trivial": ModelEntry(EmptyAnswerReader)},
     default_model="span-ranker",
     predict=predict, score=score, tally=tally, breakdown="exact_match", headline=("exact_match", "rouge_w"),
-    group=lambda record: record.context, predictions_from_json=predictions_from_json,
-    prediction_formats="JSONL with one prediction per line, or a {question_id: answer} object",
+    group=lambda record: record.context,
+    prediction_files=PredictionFiles("JSONL with one prediction per line, or a {question_id: answer} object",
+                                     from_object=predictions_from_json),
     prediction_example='{"guid": "klue-mrc-v1_dev_01891", "answer": "뉴 740Li 25주년 에디션"}',
     compare=compare,
     distinct_copy=distinct_copy,
