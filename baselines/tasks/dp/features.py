@@ -1,0 +1,156 @@
+"""What the DP parser sees: eojeol attributes, hashed arc features for every head and dependent at once,
+their readable names, and the relation labeller's features."""
+from __future__ import annotations
+
+import numpy as np
+
+from baselines.tasks.dp.data import DpSentence, DpWord
+
+
+PUNCTUATION_TAGS = frozenset({"SF", "SP", "SS", "SE", "SO", "SW"})
+VERBAL_ENDINGS = ("EC", "EF", "ETM")  # an eojeol ending in one of these closes a clause
+ATTRIBUTES = ("form", "first_pos", "last_pos", "first_lemma", "last_lemma", "pos_pattern")
+ROOT = {name: "<root>" for name in ATTRIBUTES}
+
+
+def eojeol_attributes(word: DpWord) -> dict[str, str]:
+    """What the parser sees of an eojeol: its form, first and last (non-punctuation) POS and lemma, and
+    its POS pattern. Korean eojeols end in the particles and endings that carry their syntax."""
+    tags = (word.pos or "NA").split("+")
+    lemmas = (word.lemma or word.form).split(" ")
+    if len(lemmas) != len(tags):
+        lemmas = lemmas[:1] * len(tags)
+    content = [i for i, tag in enumerate(tags) if tag not in PUNCTUATION_TAGS] or [len(tags) - 1]
+    last = content[-1]
+    pattern = "+".join(tags) if len(tags) <= 4 else "+".join(tags[:2] + ["~"] + tags[-2:])
+    return {"form": word.form.lower(), "first_pos": tags[0], "last_pos": tags[last],
+            "first_lemma": f"{lemmas[0]}/{tags[0]}", "last_lemma": f"{lemmas[last]}/{tags[last]}",
+            "pos_pattern": pattern}
+
+
+# Arc templates: attributes of the head (h), the dependent (d) and their neighbours (h-1, h+1, d-1, d+1).
+# Each is used alone and joined with the arc's direction and distance.
+ARC_TEMPLATES = (
+    (("h", "last_pos"), ("d", "last_pos")), (("h", "first_pos"), ("d", "last_pos")),
+    (("h", "last_lemma"), ("d", "last_pos")), (("h", "last_pos"), ("d", "last_lemma")),
+    (("h", "last_lemma"), ("d", "last_lemma")), (("h", "form"), ("d", "last_pos")),
+    (("h", "last_pos"), ("d", "form")), (("h", "pos_pattern"), ("d", "pos_pattern")),
+    (("h", "first_lemma"), ("d", "last_lemma")), (("h", "first_pos"), ("d", "first_pos")),
+    (("h", "last_pos"),), (("h", "last_lemma"),), (("h", "form"),), (("h", "pos_pattern"),),
+    (("h", "last_pos"), ("h+1", "first_pos"), ("d-1", "last_pos"), ("d", "last_pos")),
+    (("h-1", "last_pos"), ("h", "last_pos"), ("d", "last_pos"), ("d+1", "first_pos")),
+    (("h", "last_pos"), ("d", "last_pos"), ("d+1", "last_pos")),
+    (("h", "last_pos"), ("h-1", "last_pos"), ("d", "last_pos")),
+    (("h", "pos_pattern"), ("d", "last_lemma")), (("h", "last_lemma"), ("d", "pos_pattern")),
+)
+
+
+_MULTIPLIER = np.uint64(1000003)
+
+
+def _bucket(distance: np.ndarray) -> np.ndarray:
+    return np.minimum(distance, 5) + (distance > 7) + (distance > 12)
+
+
+class ArcFeaturizer:
+    """Hashed arc features of a sentence, computed for all (head, dependent) pairs at once with numpy."""
+
+    def __init__(self, vocabulary: dict[str, int], dimension: int):
+        self.vocabulary = vocabulary
+        self.dimension = dimension
+
+    def ids(self, sentence: DpSentence) -> dict[str, np.ndarray]:
+        """Per attribute, the vocabulary ids of the root (position 0) and every eojeol, with padding at
+        both ends so that h-1 and d+1 always exist."""
+        rows = [ROOT] + [eojeol_attributes(word) for word in sentence.words]
+        padded = {}
+        for name in ATTRIBUTES:
+            values = [self.vocabulary.get(f"{name}={row[name]}", 1) for row in rows]
+            padded[name] = np.array([2] + values + [3], dtype=np.uint64)
+        return padded
+
+    def arcs(self, sentence: DpSentence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(heads, dependents, feature index matrix): one row per possible arc h -> d (d >= 1, h != d)."""
+        size = len(sentence.words)
+        heads, dependents = np.meshgrid(np.arange(size + 1), np.arange(1, size + 1), indexing="ij")
+        keep = heads != dependents
+        heads, dependents = heads[keep], dependents[keep]
+        ids = self.ids(sentence)
+        position = {"h": heads + 1, "h-1": heads, "h+1": heads + 2,
+                    "d": dependents + 1, "d-1": dependents, "d+1": dependents + 2}
+        direction = (heads > dependents).astype(np.uint64)
+        distance = _bucket(np.abs(heads - dependents)).astype(np.uint64)
+        # Every term stays uint64: one signed term would turn the sums into float64, whose 53-bit mantissa
+        # drops the low bits of the wrapped hashes and folds most features onto a few thousand indices.
+        last = (heads == size).astype(np.uint64) + np.uint64(2) * (heads == 0).astype(np.uint64)
+        between_predicates = self._predicates_between(sentence, heads, dependents)
+        arc_class = (direction * np.uint64(16) + distance) * np.uint64(8) + last * np.uint64(2)
+        columns = []
+        with np.errstate(over="ignore"):  # the hash wraps around on purpose
+            for number, template in enumerate(ARC_TEMPLATES):
+                key = np.full(len(heads), number + 1, dtype=np.uint64)
+                for who, name in template:
+                    key = key * _MULTIPLIER + ids[name][position[who]]
+                columns.append(key)
+                columns.append(key * _MULTIPLIER + arc_class + np.uint64(1))
+                columns.append(key * _MULTIPLIER + between_predicates + np.uint64(977))
+        features = (np.stack(columns, axis=1) % np.uint64(self.dimension)).astype(np.int64)
+        return heads, dependents, features
+
+    @staticmethod
+    def _predicates_between(sentence: DpSentence, heads: np.ndarray, dependents: np.ndarray) -> np.ndarray:
+        """How many eojeols strictly between head and dependent end in a verbal ending (0, 1, 2+)."""
+        verbal = np.array([0] + [eojeol_attributes(w)["last_pos"] in VERBAL_ENDINGS for w in sentence.words],
+                          dtype=np.int64)
+        cumulative = np.cumsum(verbal)
+        low, high = np.minimum(heads, dependents), np.maximum(heads, dependents)
+        count = cumulative[np.maximum(high - 1, 0)] - cumulative[low]
+        return np.minimum(np.maximum(count, 0), 2).astype(np.uint64)
+
+
+ARC_VARIANTS = 3  # each template's columns: alone, with the arc's shape, with the verbal endings between
+ARC_FEATURES_NAMED = 100  # the strongest arc features a fitted parser names, for and against an arc
+
+
+def _padded_value(rows: list[dict[str, str]], position: int, name: str) -> str:
+    """An attribute at a padded position of ArcFeaturizer.ids: 0 is before the root, len(rows) + 1 after
+    the last eojeol."""
+    if position == 0:
+        return "<start>"
+    return "<end>" if position > len(rows) else rows[position - 1][name]
+
+
+def arc_feature_name(rows: list[dict[str, str]], head: int, dependent: int, column: int) -> str:
+    """The readable name of column `column` of ArcFeaturizer.arcs for the arc head -> dependent, `rows` being
+    the root's and the eojeols' attributes: 'h.last_pos=VV d.last_pos=JKS, head right, distance 1'."""
+    template, variant = divmod(column, ARC_VARIANTS)
+    offsets = {"h": head + 1, "h-1": head, "h+1": head + 2, "d": dependent + 1, "d-1": dependent, "d+1": dependent + 2}
+    name = " ".join(f"{who}.{attribute}={_padded_value(rows, offsets[who], attribute)}"
+                    for who, attribute in ARC_TEMPLATES[template])
+    if variant == 1:
+        distance = int(_bucket(np.array([abs(head - dependent)]))[0])
+        shown = {6: "8-12", 7: "13+"}.get(distance, "5-7" if distance == 5 else str(distance))
+        name += f", head {'right' if head > dependent else 'left'}, distance {shown}"
+        if head == 0:
+            name += ", head is the root"
+        elif head == len(rows) - 1:
+            name += ", head is the last eojeol"
+    elif variant == 2:
+        between = rows[min(head, dependent) + 1:max(head, dependent)]
+        verbal = sum(row["last_pos"] in VERBAL_ENDINGS for row in between)
+        name += f", {min(verbal, 2)}{'+' if verbal >= 2 else ''} verbal endings between"
+    return name
+
+
+def relation_features(sentence: DpSentence, attributes: list[dict[str, str]], dependent: int,
+                       head: int) -> dict[str, float]:
+    d = attributes[dependent]
+    h = attributes[head] if head > 0 else ROOT
+    direction = "L" if head < dependent else "R"
+    distance = str(min(abs(head - dependent), 6))
+    features = {f"d_{name}={d[name]}": 1.0 for name in ATTRIBUTES}
+    features.update({f"h_{name}={h[name]}": 1.0 for name in ("first_pos", "last_pos", "last_lemma", "pos_pattern")})
+    features.update({f"pair={d['last_pos']}|{h['last_pos']}": 1.0, f"pair2={d['last_lemma']}|{h['first_pos']}": 1.0,
+                     f"dir={direction}{distance}": 1.0, f"dir_pos={direction}|{d['last_pos']}": 1.0,
+                     f"is_last={dependent == len(sentence.words)}": 1.0})
+    return features

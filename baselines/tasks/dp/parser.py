@@ -1,0 +1,321 @@
+"""The DP models: the attach-to-next floor and the arc-factored MST parser (perceptron-trained arc scorer,
+tree decoding, relation labeller)."""
+from __future__ import annotations
+
+from collections import Counter
+from numbers import Integral
+from typing import Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.utils.validation import check_is_fitted
+
+from baselines import scoring
+from baselines.estimators import TaskModel
+from baselines.explain import linear_top_features
+from baselines.linear import OrderedLogisticRegression
+from baselines.params import ITERATIONS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
+from baselines.tasks.dp.data import DpSentence, as_records, in_nfc, with_kiwi_pos, with_trees
+from baselines.tasks.dp.features import (ARC_FEATURES_NAMED, ROOT, ArcFeaturizer, arc_feature_name, eojeol_attributes,
+                                         relation_features)
+from baselines.tasks.dp.trees import max_spanning_tree, projective_tree
+
+
+def headline(records: Sequence[DpSentence], y: Sequence, predicted: Sequence) -> float:
+    return scoring.score_dp([list(h) for h, _ in y], [list(d) for _, d in y],
+                            [list(h) for h, _ in predicted], [list(d) for _, d in predicted])["uas_micro_f1"]
+
+
+class AttachToNextParser(TaskModel, BaseEstimator):
+    """The trivial floor: every eojeol depends on the next one (the last on the root), with the most
+    frequent relation of the training data.
+
+    Attributes
+    ----------
+    deprel_ : str
+        The most frequent relation in y.
+    """
+
+    _to_records = staticmethod(as_records)
+    _headline = staticmethod(headline)
+
+    _analyses_text = False
+
+    def fit(self, X: Sequence, y: Sequence) -> "AttachToNextParser":
+        """Find the most frequent relation label.
+
+        Parameters
+        ----------
+        X : sequence of DpSentence or str
+        y : sequence of (heads, deprels)
+            Only the relation labels are read.
+
+        Returns
+        -------
+        self : AttachToNextParser
+            The fitted model.
+        """
+        counts = Counter(label for _heads, deprels in y for label in deprels)
+        self.deprel_ = min(counts, key=lambda label: (-counts[label], label))
+        return self
+
+    def predict(self, X: Sequence) -> list[tuple[list[int], list[str]]]:
+        """Each eojeol attached to the next, the last to the root, all with the most frequent label.
+
+        Parameters
+        ----------
+        X : sequence of DpSentence or str
+
+        Returns
+        -------
+        list of (list of int, list of str)
+            For each sentence, a head per eojeol (1-based, 0 for the root) and a relation label per eojeol.
+        """
+        output = []
+        for record in self._fitted_records(X):
+            size = len(record.words)
+            output.append(([i + 2 for i in range(size - 1)] + [0], [self.deprel_] * size))
+        return output
+
+
+def is_projective(heads: Sequence[int]) -> bool:
+    """True when no two arcs of the tree (1-based heads, 0 = root) cross."""
+    spans = sorted(((min(head, dependent), -max(head, dependent)) for dependent, head in enumerate(heads, start=1)))
+    open_ends: list[int] = []  # right ends of the spans that enclose the current one, innermost last
+    for start, negative_end in spans:  # outer spans first where two start together
+        end = -negative_end
+        while open_ends and open_ends[-1] <= start:
+            open_ends.pop()
+        if open_ends and end > open_ends[-1]:
+            return False
+        open_ends.append(end)
+    return True
+
+
+def is_head_final(heads: Sequence[int]) -> bool:
+    """True when every eojeol but the last has its head to its right, and the last is the root's child."""
+    return all(head > dependent for dependent, head in enumerate(heads[:-1], start=1)) and heads[-1] == 0
+
+
+class MstParser(TaskModel, BaseEstimator):
+    """First-order arc-factored parser: hashed arc features scored by an averaged structured perceptron,
+    decoded as the best tree with one root child; relations by logistic regression. With structure='learnt'
+    predictions keep to what every training tree has: heads only to the right (KLUE-DP is head-final) and
+    no crossing arcs (then Eisner's projective decoder, else Chu-Liu-Edmonds). Training decodes freely, so
+    the perceptron also learns from the mistakes that the shape would have hidden: in 3-fold CV on the
+    training sentences, UAS 83.83 against 83.22 when training keeps to the shape as well
+    (results/tuning/README.md).
+
+    Parameters
+    ----------
+    epochs : int
+        Perceptron passes over the training sentences.
+    dimension : int
+        Size of the hashed arc-feature space. 2**24 and min_count 2 by 3-fold CV on the training sentences
+        (results/tuning/dp-mst-dimension-min-count.json, dp-mst-min-count.json): UAS 82.69 at 2**22 and 1,
+        83.34 at 2**24 and 2.
+    min_count : int
+        An eojeol attribute must occur this often in training to get a vocabulary id (rarer values share
+        the unknown id, so what is learnt of them carries over to unseen words).
+    label_C : float
+        Inverse L2 strength of the relation labeller. 16 by 3-fold CV on the training sentences
+        (results/tuning/dp-mst-label-c*.json: LAS rises from C=1 to 16 and falls at 32).
+    structure : 'learnt' or 'free'
+        'learnt': predicted trees keep to the shape that all training trees share (head_final_,
+        projective_). 'free': any tree with one root child (Chu-Liu-Edmonds over all arcs).
+    pos : 'gold' or 'kiwi'
+        Read the lemmas and POS given in the data ('gold'), or derive them with Kiwi ('kiwi'; also used for
+        any sentence without them, such as raw text).
+    random_state : int
+        Seeds the perceptron's sentence order.
+
+    Attributes
+    ----------
+    featurizer_ : ArcFeaturizer
+    head_final_ : bool
+        structure is 'learnt' and every training tree is head-final (see is_head_final), so only such trees
+        are predicted.
+    projective_ : bool
+        structure is 'learnt' and every training tree is projective, so predictions are decoded with
+        Eisner's algorithm.
+    weights_ : ndarray of shape (dimension,)
+        The averaged perceptron weights.
+    arc_feature_names_ : list of (int, str)
+        Readable names of the strongest arc weights, found at fit time (see top_features).
+    relation_vectorizer_ : DictVectorizer
+    relation_classifier_ : OrderedLogisticRegression
+
+    X is a sequence of DpSentence records or of plain sentences (str); y holds (heads, relations) per
+    sentence, heads 1-based with 0 for the root.
+    """
+
+    _to_records = staticmethod(as_records)
+    _in_nfc = staticmethod(in_nfc)
+    _headline = staticmethod(headline)
+
+    _parameter_constraints = {
+        "epochs": [ITERATIONS], "dimension": [Interval(Integral, 1024, 2 ** 26, closed="both")],
+        "min_count": [MIN_COUNT], "label_C": [POSITIVE], "structure": [StrOptions({"learnt", "free"})],
+        "pos": [StrOptions({"gold", "kiwi"})], "random_state": [SEED],
+    }
+
+    def __init__(self, *, epochs: int = 6, dimension: int = 2 ** 24, min_count: int = 2, label_C: float = 16.0,
+                 structure: str = "learnt", pos: str = "gold", random_state: int = 0):
+        self.epochs = epochs
+        self.structure = structure
+        self.pos = pos
+        self.dimension = dimension
+        self.min_count = min_count
+        self.label_C = label_C
+        self.random_state = random_state
+
+    @staticmethod
+    def _decode(weights: np.ndarray, sentence: DpSentence, arcs, projective: bool = False) -> np.ndarray:
+        heads, dependents, features = arcs
+        size = len(sentence.words) + 1
+        scores = np.full((size, size), -np.inf)
+        scores[heads, dependents] = weights[features].sum(axis=1)
+        return projective_tree(scores) if projective else max_spanning_tree(scores)
+
+    def _shaped_arcs(self, sentence: DpSentence):
+        """The featurized arcs a prediction may choose: for a head-final parser, only those to a head on the
+        right, and the root's arc to the last eojeol (fewer arcs to score, and no tree of another shape)."""
+        heads, dependents, features = self.featurizer_.arcs(sentence)
+        if self.head_final_:
+            keep = (heads > dependents) | ((heads == 0) & (dependents == len(sentence.words)))
+            heads, dependents, features = heads[keep], dependents[keep], features[keep]
+        return heads, dependents, features
+
+    def uses_morpheme_analysis(self) -> bool:
+        return self.pos == "kiwi"  # gold POS comes with the data
+
+    def _inputs(self, records: Sequence[DpSentence]) -> Sequence[DpSentence]:
+        """The sentences as the parser sees them: with the data's lemmas and POS ('gold'), or with Kiwi's
+        ('kiwi', also used for any sentence that has none, such as raw text)."""
+        if self.pos == "gold" and all(w.pos for r in records for w in r.words):
+            return records
+        return with_kiwi_pos(records)
+
+    def fit(self, X: Sequence, y: Sequence[tuple[Sequence[int], Sequence[str]]]) -> "MstParser":
+        """Train the arc scorer (structured perceptron over eojeol pairs) and the relation labeller.
+
+        Parameters
+        ----------
+        X : sequence of DpSentence or str
+            Training sentences, as records or plain strings (which get Kiwi's POS, whatever ``pos`` says).
+        y : sequence of (heads, deprels)
+            For each sentence, the 1-based head of each eojeol (0 for the root) and its relation label.
+
+        Returns
+        -------
+        self : MstParser
+            The fitted model.
+        """
+        records = self._inputs(with_trees(self._fit_records(X), y))
+        counts = Counter(f"{name}={value}" for sentence in records for word in sentence.words
+                         for name, value in eojeol_attributes(word).items())
+        vocabulary = {key: index for index, key in
+                      enumerate(sorted(k for k, c in counts.items() if c >= self.min_count), start=4)}
+        self.featurizer_ = ArcFeaturizer(vocabulary, self.dimension)
+        learnt = self.structure == "learnt"
+        trees = [[w.head for w in sentence.words] for sentence in records]
+        self.head_final_ = learnt and all(is_head_final(heads) for heads in trees)
+        self.projective_ = learnt and all(is_projective(heads) for heads in trees)
+        arcs = [self.featurizer_.arcs(sentence) for sentence in records]
+        gold_rows = []
+        for sentence, (heads, dependents, _features) in zip(records, arcs):
+            gold = np.array([0] + [w.head for w in sentence.words])
+            gold_rows.append(np.flatnonzero(heads == gold[dependents]))
+        weights = np.zeros(self.dimension)
+        totals = np.zeros(self.dimension)  # step-weighted updates, for averaging
+        step = 1
+        rng = np.random.default_rng(self.random_state)
+        for _epoch in range(self.epochs):
+            for index in rng.permutation(len(records)):
+                sentence, sentence_arcs = records[index], arcs[index]
+                predicted = self._decode(weights, sentence, sentence_arcs)
+                heads, dependents, features = sentence_arcs
+                predicted_rows = np.flatnonzero(heads == predicted[dependents])
+                if not np.array_equal(predicted_rows, gold_rows[index]):
+                    for rows, sign in ((gold_rows[index], 1.0), (predicted_rows, -1.0)):
+                        np.add.at(weights, features[rows].ravel(), sign)
+                        np.add.at(totals, features[rows].ravel(), sign * step)
+                step += 1
+        self.weights_ = weights - totals / step
+        self.arc_feature_names_ = self._name_strongest_arcs(records, arcs)
+        self._fit_relations(records)
+        return self
+
+    def _as_featurized(self, attributes: dict[str, str]) -> dict[str, str]:
+        """An eojeol's attributes as the featurizer sees them: a value below min_count is '<rare>', the one
+        id that all such values share (so a feature on it is named once, not by every rare word)."""
+        vocabulary = self.featurizer_.vocabulary
+        return {name: value if f"{name}={value}" in vocabulary else "<rare>" for name, value in attributes.items()}
+
+    def _name_strongest_arcs(self, records: Sequence[DpSentence], arcs: list) -> list[tuple[int, str]]:
+        """(index, name) of the ARC_FEATURES_NAMED strongest arc weights each way, named from the training
+        arcs they fired on. The features are hashed, so their names exist only here, at fit time; where two
+        features share an index, both names are kept, joined by ' / '."""
+        order = np.argsort(self.weights_, kind="stable")
+        kept = np.concatenate([order[:ARC_FEATURES_NAMED], order[-ARC_FEATURES_NAMED:]])
+        kept = kept[self.weights_[kept] != 0]
+        names: dict[int, dict[str, None]] = {int(index): {} for index in kept}
+        for sentence, (heads, dependents, features) in zip(records, arcs):
+            hits = np.isin(features, kept)
+            if not hits.any():
+                continue
+            rows = [ROOT] + [self._as_featurized(eojeol_attributes(w)) for w in sentence.words]
+            for column in np.flatnonzero(hits.any(axis=0)):
+                indices, first = np.unique(features[hits[:, column], column], return_index=True)
+                arc_rows = np.flatnonzero(hits[:, column])[first]
+                for index, row in zip(indices, arc_rows):
+                    names[int(index)][arc_feature_name(rows, int(heads[row]), int(dependents[row]), int(column))] = None
+        return [(index, " / ".join(found)) for index, found in names.items() if found]
+
+    def _fit_relations(self, records: Sequence[DpSentence]) -> None:
+        rows, labels = [], []
+        for sentence in records:
+            attributes = [ROOT] + [eojeol_attributes(w) for w in sentence.words]
+            for position, word in enumerate(sentence.words, start=1):
+                rows.append(relation_features(sentence, attributes, position, word.head))
+                labels.append(word.deprel)
+        self.relation_vectorizer_ = DictVectorizer()
+        self.relation_classifier_ = OrderedLogisticRegression(C=self.label_C, max_iter=500)
+        self.relation_classifier_.fit(self.relation_vectorizer_.fit_transform(rows), labels)
+
+    def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
+        """The arc scorer's strongest features for and against an arc (h: the head, d: the dependent, h-1 and
+        d+1 their neighbours; named at fit time, at most ARC_FEATURES_NAMED each way), then per relation the
+        features of a dependent and its head that speak most for it."""
+        check_is_fitted(self)
+        named = [(name, float(self.weights_[index])) for index, name in self.arc_feature_names_]
+        sections = {
+            "arc scorer: for an arc": sorted((pair for pair in named if pair[1] > 0), key=lambda p: (-p[1], p[0])),
+            "arc scorer: against an arc": sorted((pair for pair in named if pair[1] < 0), key=lambda p: (p[1], p[0])),
+        }
+        sections = {section: pairs[:top_k] for section, pairs in sections.items()}
+        sections.update(linear_top_features(self.relation_vectorizer_.get_feature_names_out(),
+                                            self.relation_classifier_, top_k, prefix="relation "))
+        return sections
+
+    def predict(self, X: Sequence) -> list[tuple[list[int], list[str]]]:
+        """The best tree of each sentence and its relation labels.
+
+        Parameters
+        ----------
+        X : sequence of DpSentence or str
+
+        Returns
+        -------
+        list of (list of int, list of str)
+            For each sentence, a head per eojeol (1-based, 0 for the root) and a relation label per eojeol.
+        """
+        parsed, rows = [], []
+        for sentence in self._inputs(self._fitted_records(X)):
+            heads = self._decode(self.weights_, sentence, self._shaped_arcs(sentence), self.projective_)
+            parsed.append([int(h) for h in heads[1:]])
+            attributes = [ROOT] + [eojeol_attributes(w) for w in sentence.words]
+            rows.extend(relation_features(sentence, attributes, d, h) for d, h in enumerate(parsed[-1], start=1))
+        labels = iter(self.relation_classifier_.predict(self.relation_vectorizer_.transform(rows)) if rows else [])
+        return [(heads, [str(next(labels)) for _ in heads]) for heads in parsed]
