@@ -15,7 +15,9 @@ from baselines.tasks.mrc import (FEATURE_INDEX, MrcAnswer, MrcQuestion, SpanRank
 from features.analysis import analyze
 from baselines.tasks.mrc.passages import sentence_ids
 from baselines.tasks.mrc import reader as reader_module
-from baselines.tasks.mrc.reader import DECISION_C, N_BEST, RANKER_ALPHAS, n_best
+from baselines.tasks.mrc import ranking
+from baselines.tasks.mrc.decision import DECISION_C
+from baselines.tasks.mrc.reader import N_BEST, RANKER_ALPHAS, n_best
 
 NAMES = ["김철수", "이영희", "박민수", "최지우", "정하늘", "강다은", "윤서준", "한지민"]
 CITIES = ["서울", "부산", "대구", "광주", "대전", "울산", "인천", "제주"]
@@ -77,7 +79,7 @@ def test_ranker_learns_a_planted_pattern_and_survives_persistence(tmp_path):
         >= 0.9 * len(answerable)
     unanswerable = [text for r, (text, _start) in zip(test, predicted) if r.is_impossible]
     assert sum(text == "" for text in unanswerable) >= 0.8 * len(unanswerable)
-    assert model.decision_C_ in DECISION_C  # the decision's penalty, chosen on the training questions
+    assert model.decision_.C_ in DECISION_C  # the decision's penalty, chosen on the training questions
     rows = get_task("mrc").predict(model, test)
     assert all(r.context[row["start"]:row["end"]] == row["answer"] for r, row in zip(test, rows))
     # A declined question still shows the span the reader would have given, and its belief in it.
@@ -115,13 +117,13 @@ def test_the_ranker_chooses_its_penalty_by_the_held_out_best_span_of_its_trainin
     assert fixed.alpha_ == 0.07
     # The choice is the one whose held-out best spans are right most often, wherever it stands in the grid,
     # and the first on a tie: here one value's fits are turned into a ranker that puts the worst span first.
-    fit_weights = SpanRanker._fit_weights
+    fit_weights = ranking.listwise_weights
 
-    def rigged(reader, blocks, gold, alpha, start=None):
-        weights = fit_weights(reader, blocks, gold, 0.1)
+    def rigged(blocks, gold, alpha, max_iter, start=None):
+        weights = fit_weights(blocks, gold, 0.1, max_iter)
         return -weights if alpha == 0.5 else weights
 
-    monkeypatch.setattr(SpanRanker, "_fit_weights", rigged)
+    monkeypatch.setattr(ranking, "listwise_weights", rigged)
     for grid, chosen in [((0.5, 0.2), 0.2), ((0.2, 0.5), 0.2), ((0.3, 0.2), 0.3), ((0.2, 0.3), 0.2)]:
         monkeypatch.setattr(reader_module, "RANKER_ALPHAS", grid)
         assert SpanRanker(abstain=False, random_state=0).fit(train, targets(train)).alpha_ == chosen
@@ -136,7 +138,7 @@ def test_without_abstaining_the_reader_answers_every_question_with_its_best_span
     train, test = planted_questions(90, seed=1), planted_questions(30, seed=2)
     abstaining = SpanRanker(random_state=0).fit(train, targets(train))
     answering = SpanRanker(abstain=False, random_state=0).fit(train, targets(train))
-    assert answering.answer_model_ is None
+    assert answering.decision_ is None
     predicted = answering.predict(test)
     assert all(text for text, _start in predicted)
     # The same span scorer: where the abstaining reader answers, both give the same span.
@@ -195,17 +197,19 @@ def test_a_near_word_in_the_passage_stands_in_for_a_question_word():
     assert near > share  # its sentence says 설립, not 창립
 
 
-def test_a_reader_owns_its_memo_of_views_and_memory_shares_them(tmp_path):
+def test_views_are_memoised_outside_the_reader_and_memory_shares_them(tmp_path):
     import pickle
 
     from sklearn.base import clone
 
     records = planted_questions(30, seed=5)
     reader = SpanRanker(neighbours=0, calibration_folds=2).fit(records, targets(records))
-    views = reader._views(records)
-    assert reader._views(records)[0] is views[0]  # a refit or a prediction reuses the reader's own views
-    assert not hasattr(pickle.loads(pickle.dumps(reader)), "_view_memo")  # not saved with the model
-    assert not hasattr(clone(reader), "_view_memo")
+    saved = len(pickle.dumps(reader))
+    views = reader._views(records + planted_questions(30, seed=6))
+    assert reader._views(records)[0] is views[0]  # a refit or a prediction reuses the views of the process
+    refitted = clone(reader).fit(records, targets(records))
+    assert refitted._views(records)[0] is views[0]  # so does another reader with the same settings
+    assert len(pickle.dumps(reader)) == saved  # and none of them is saved with a reader
     shared = SpanRanker(neighbours=0, calibration_folds=2, memory=str(tmp_path / "views"))
     built = shared._views(records)
     assert any((tmp_path / "views").rglob("*.pkl"))  # cached on disk for other readers and processes

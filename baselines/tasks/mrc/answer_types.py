@@ -1,13 +1,21 @@
 """MRC answer typing: passages tagged by an NER tagger (the reader's `tagger`), and the type of answer a question
-expects."""
+expects (AnswerTypeModel)."""
 from __future__ import annotations
 
+import weakref
 from bisect import bisect_right
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 from scipy import sparse
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.validation import check_is_fitted
 
+from baselines.explain import linear_top_features
+from baselines.linear import OrderedLogisticRegression
+from baselines.params import POSITIVE, check_hyper_parameters
 from baselines.scoring import iob2_entities
 from baselines.tasks.mrc.candidates import FEATURE_INDEX, NEXT_KINDS, SPAN_KINDS, WH_WORDS, question_type
 from baselines.tasks.mrc.passages import sentence_ids
@@ -87,6 +95,109 @@ class PassageEntities:
             self._found[context][sentence] = tuple(found)
         return {context: tuple(sorted(entity for sentence in self._found[context].values() for entity in sentence))
                 for context in wanted}
+
+
+# The entities each tagger has found, by tagger: a cache of this process, outside the readers (a reader that is
+# saved, copied or cloned for a fold takes none with it), dropped with its tagger.
+_PASSAGE_ENTITIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def passage_entities(tagger: Any) -> PassageEntities:
+    """The PassageEntities of `tagger` in this process: each sentence is tagged once however many readers and
+    folds share the tagger (a FrozenEstimator does, in every fold of a cross-fit)."""
+    if tagger not in _PASSAGE_ENTITIES:
+        _PASSAGE_ENTITIES[tagger] = PassageEntities(tagger)
+    return _PASSAGE_ENTITIES[tagger]
+
+
+class AnswerTypeModel(ClassifierMixin, BaseEstimator):
+    """The type of answer a question expects (one of ANSWER_TYPES), from what its words say of it
+    (question_type_features): a logistic regression, trained on the types that the tagger gives the training
+    questions' answers.
+
+    Parameters
+    ----------
+    C : float
+        Inverse L2 penalty of the logistic regression.
+
+    Attributes
+    ----------
+    classes_ : ndarray of str
+        The answer types seen in training (a subset of ANSWER_TYPES).
+    pipeline_ : Pipeline
+        DictVectorizer, then OrderedLogisticRegression.
+    """
+
+    _parameter_constraints = {"C": [POSITIVE]}
+
+    def __init__(self, *, C: float = 1.0):
+        self.C = C
+
+    def fit(self, X: Sequence[dict[str, float]], y: Sequence[str]) -> "AnswerTypeModel":
+        """Learn the expected type from the question's features.
+
+        Parameters
+        ----------
+        X : sequence of dict
+            question_type_features of each training question.
+        y : sequence of str
+            The type of each question's answer (answer_type), two or more of them.
+
+        Returns
+        -------
+        self : AnswerTypeModel
+        """
+        check_hyper_parameters(self)
+        self.pipeline_ = make_pipeline(DictVectorizer(), OrderedLogisticRegression(C=self.C, max_iter=1000))
+        self.pipeline_.fit(X, y)
+        self.classes_ = self.pipeline_.classes_
+        return self
+
+    def predict_proba(self, X: Sequence[dict[str, float]]) -> np.ndarray:
+        """The probability of each type in classes_.
+
+        Parameters
+        ----------
+        X : sequence of dict
+            question_type_features of each question.
+
+        Returns
+        -------
+        ndarray of shape (n_questions, n_classes)
+        """
+        check_is_fitted(self)
+        return self.pipeline_.predict_proba(X)
+
+    def predict(self, X: Sequence[dict[str, float]]) -> np.ndarray:
+        """The most probable type of each question.
+
+        Parameters
+        ----------
+        X : sequence of dict
+
+        Returns
+        -------
+        ndarray of shape (n_questions,)
+        """
+        probabilities = self.predict_proba(X)  # NotFittedError first
+        return self.classes_[probabilities.argmax(axis=1)]
+
+    def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
+        """Per answer type, the question features that speak most for it."""
+        check_is_fitted(self)
+        return linear_top_features(self.pipeline_[0].get_feature_names_out(), self.pipeline_[-1], top_k,
+                                   prefix="answer type ")
+
+    def expected(self, X: Sequence[dict[str, float]]) -> np.ndarray:
+        """predict_proba as columns of ANSWER_TYPES, what the reader's typed features read."""
+        return over_answer_types(self.predict_proba(X), self.classes_)
+
+
+def over_answer_types(probabilities: np.ndarray, classes: Sequence[str]) -> np.ndarray:
+    """Probabilities over `classes` as columns of ANSWER_TYPES (0 for a type the classes lack)."""
+    spread = np.zeros((len(probabilities), len(ANSWER_TYPES)))
+    spread[:, [ANSWER_TYPES.index(kind) for kind in classes]] = probabilities
+    return spread
 
 
 def span_types(spans: Sequence[tuple[int, int]], entities: Sequence[tuple[int, int, str]]

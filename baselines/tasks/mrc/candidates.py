@@ -622,9 +622,8 @@ def question_view(question: Analysis, context: Analysis, top_sentences: int, max
 
 
 class ViewMemo:
-    """Question views by (question, context, candidate settings), held by the reader that built them:
-    cross-fitting refits one reader fold after fold on the same questions, and building a view costs more
-    than scoring it. Bounded, oldest dropped first."""
+    """Question views by (question, context, candidate settings): cross-fitting fits a reader fold after fold
+    on the same questions, and building a view costs more than scoring it. Bounded, oldest dropped first."""
 
     def __init__(self, capacity: int = 4000):
         self.capacity = capacity
@@ -638,3 +637,9 @@ class ViewMemo:
         if len(self.entries) > self.capacity:
             self.entries.popitem(last=False)
         return view
+
+
+# The views of this process: a cache outside the readers (one that is saved, copied or cloned takes none with it),
+# shared by every reader here as the analyses are. Views are pure functions of their key, so sharing them changes
+# no prediction.
+VIEW_MEMO = ViewMemo()

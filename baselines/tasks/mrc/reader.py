@@ -1,6 +1,7 @@
-"""MRC readers: the span ranker with its no-answer decision, and the empty-answer floor."""
+"""MRC readers: the span ranker (candidates, ListwiseRanker, AnswerDecision, AnswerTypeModel) and the empty floor."""
 from __future__ import annotations
 
+import copy
 import math
 from bisect import bisect_right
 from dataclasses import dataclass, replace
@@ -8,32 +9,30 @@ from numbers import Integral
 from typing import Sequence
 
 import numpy as np
-from scipy import optimize, sparse
+from scipy import sparse
 from sklearn.base import BaseEstimator
-from sklearn.feature_extraction import DictVectorizer
-from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.model_selection import GroupKFold, cross_val_predict
-from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, check_memory
 
-from baselines.linear import OrderedLogisticRegression
 from baselines import scoring
 from baselines.estimators import NothingLearnt, TaskModel
 from baselines.explain import strongest
 from baselines.params import (FOLDS, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, POSITIVE, SEED, HasMethods,
                               Interval)
 from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_COLUMNS, TYPED_FEATURE_NAMES,
-                                              PassageEntities, answer_type, question_type_features, span_types,
-                                              typed_features)
-from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView, ViewMemo,
+                                              AnswerTypeModel, answer_type, over_answer_types, passage_entities,
+                                              question_type_features, span_types, typed_features)
+from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, VIEW_MEMO, QuestionView,
                                             content_set, question_terms, question_view, related_words)
 from baselines.tasks.mrc.data import MrcQuestion, as_records, in_nfc
+from baselines.tasks.mrc.decision import CORRECT, UNANSWERABLE, WORDING_COLUMN, WRONG, AnswerDecision
 from baselines.tasks.mrc.passages import Retrieval, best_retrieval
+from baselines.tasks.mrc.ranking import ListwiseRanker
 from features.analysis import analyze, neighbours
 from features.normalize import nfc, nfc_text
-from features.vectorize import Analyse, MorphemeNgrams, neighbour_queries
+from features.vectorize import neighbour_queries
 
 
 @dataclass
@@ -102,17 +101,6 @@ class EmptyAnswerReader(NothingLearnt, BaseEstimator):
 
 
 
-def _grouped_softmax(scores: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """log-sum-exp of each group of consecutive scores, and each score's softmax share within its group
-    (a score of -inf gets 0); every group needs one finite score."""
-    peaks = np.maximum.reduceat(scores, starts)
-    powers = np.exp(scores - np.repeat(peaks, sizes))
-    totals = np.add.reduceat(powers, starts)
-    return peaks + np.log(totals), powers / np.repeat(totals, sizes)
-
-
-
-_UNANSWERABLE, _WRONG, _CORRECT = 0, 1, 2
 _ALL_FEATURES = FEATURE_NAMES + TYPED_FEATURE_NAMES  # the columns of a question's candidate rows
 _TYPED_INDEX = {name: len(FEATURE_NAMES) + index for index, name in enumerate(TYPED_FEATURE_NAMES)}
 _EXPECTED_ENTITY = [_TYPED_INDEX[f"expected_{kind}*entity_{kind}"] for kind in ENTITY_TYPES]
@@ -122,23 +110,28 @@ _BEST_SPAN_CONTEXT = [FEATURE_INDEX[name] for name in (
     "left3", "right3", "left10", "right10", "left3_soft", "right3_soft", "weighted_proximity", "nearest_left",
     "nearest_right", "bigrams_left", "bigrams_right", "head_predicate_in_question", "modifier_in_question",
     "sentence_relative", "sentence_soft", "focus_after", "focus_before", "wh_particle_match")]
-# The inverse penalties that the no-answer decision's logistic regression chooses from, by the held-out gain
-# of its training questions: about 1,000 questions and 60 features, few of them strong.
-DECISION_C = (0.01, 0.03, 0.1, 0.3, 1.0)
 # The L2 penalties that the span ranker chooses from (alpha=None), by the held-out best span of its training
 # questions; a log grid, tried from the most penalised one, whose weights start the next one's fit.
 RANKER_ALPHAS = (1.0, 0.3, 0.1, 0.03)
+# The columns of the no-answer decision's evidence (SpanRanker._evidence, with the wording at WORDING_COLUMN).
+EVIDENCE_NAMES = (
+    ("best_score", "score_margin", "best_probability", "overlap_probability", "best_span_sentence_share",
+     "best_sentence_share", "passage_share", "log_candidates", "log_question_words", "log_missing_words",
+     "passage_soft_share", "log_unrelated_words", "type_agreement", "best_typed_fit")[:WORDING_COLUMN]
+    + ("wording",)
+    + tuple(f"best_span_{FEATURE_NAMES[column]}" for column in _BEST_SPAN_CONTEXT)
+    + tuple(f"question_type={kind}" for kind in QUESTION_TYPES) + tuple(f"expected={kind}" for kind in ANSWER_TYPES))
 VIEW_CHUNK = 4000  # training questions whose candidate views are held at once
 
 
 class SpanRanker(TaskModel, BaseEstimator):
     """Extractive reader: candidate spans from the sentences that match the question best (BM25 with soft
-    matches), a linear scorer trained listwise (the gold span against all candidates of its question), and a
-    no-answer decision on the best span's score, margin, type and the question's coverage, with its threshold
-    set by cross-validation on the training questions. With an NER training file, candidates are typed by
-    the NER task's tagger, and a classifier of the answer type that each question expects (trained on the
-    types of the training questions' gold answers) tells the ranker and the decision how well each
-    candidate's type fits.
+    matches), scored by a ListwiseRanker (the gold span against all candidates of its question), and an
+    AnswerDecision on the best span's score, margin, type, the question's coverage and wording, learnt from
+    held-out training questions. With a tagger (an NER model), candidates are typed, and an AnswerTypeModel
+    of the answer type that each question expects (trained on the types of the training questions' gold
+    answers) tells the ranker and the decision how well each candidate's type fits. Each of the three is an
+    estimator of its own, fitted here on what the reader makes of the training questions.
 
     Parameters
     ----------
@@ -175,9 +168,9 @@ class SpanRanker(TaskModel, BaseEstimator):
         (KLUE gives them): which span the question would ask for is still a ranking to learn.
     memory : None, str or joblib.Memory
         Where question views (candidates and their features) are cached across readers and processes, as
-        scikit-learn's `memory=`: a folder or a joblib.Memory. Whatever it is, a reader also keeps the views
-        of its own fits and predictions in memory (at most 4000, not saved with it), which a cross-fit that
-        refits it fold after fold reuses.
+        scikit-learn's `memory=`: a folder or a joblib.Memory. Whatever it is, the process keeps the latest
+        4,000 views in memory, outside any reader (candidates.VIEW_MEMO), which a cross-fit that fits a reader
+        fold after fold on the same questions reuses.
     random_state : int
 
     Attributes
@@ -189,23 +182,15 @@ class SpanRanker(TaskModel, BaseEstimator):
         questions have their answer in the first `top_sentences` sentences.
     tagger_ : estimator or None
         The tagger that typed the candidates (`tagger`, checked to be fitted).
-    type_model_ : Pipeline or None
+    type_model_ : AnswerTypeModel or None
         The expected answer type classifier (None without a tagger, or when the training answers have a
         single type).
     scaler_ : StandardScaler
         Scales the candidates' features.
-    weights_ : ndarray
-        The ranker's weights, one per FEATURE_NAMES + TYPED_FEATURE_NAMES.
-    wording_model_ : Pipeline or None
-        Tells answerable questions from unanswerable ones by their wording, for the no-answer decision (None
-        when it does not abstain, or training had only one kind of question).
-    answer_model_ : Pipeline or None
-        The no-answer decision (None when training had only one kind of question).
-    decision_C_ : float or None
-        The inverse penalty of answer_model_, chosen from DECISION_C by the held-out gain (EM + ROUGE-W) of
-        the training questions.
-    threshold_ : float
-        The belief above which the reader answers.
+    ranker_ : ListwiseRanker
+        Scores the candidates; its coef_ has one weight per FEATURE_NAMES + TYPED_FEATURE_NAMES.
+    decision_ : AnswerDecision or None
+        Whether to answer with the best span (None when it does not abstain).
     feature_names_ : tuple of str
         The names of the candidates' feature columns it was fitted on (FEATURE_NAMES + TYPED_FEATURE_NAMES
         then): a saved reader whose columns differ from this version's is refused when loaded.
@@ -260,10 +245,8 @@ class SpanRanker(TaskModel, BaseEstimator):
         self._prefetch_neighbours(questions)
         memory = check_memory(self.memory)
         build = question_view if memory.location is None else memory.cache(question_view)
-        if getattr(self, "_view_memo", None) is None:
-            self._view_memo = ViewMemo()
         retrieval = getattr(self, "retrieval_", Retrieval())  # fit chooses it before it builds views
-        return [self._view_memo.get((r.question, r.context, self.neighbours, retrieval) + settings,
+        return [VIEW_MEMO.get((r.question, r.context, self.neighbours, retrieval) + settings,
                                     lambda q=q, c=c: build(q, c, *settings, related_words(q, self.neighbours),
                                                            retrieval))
                 for r, q, c in zip(records, questions, contexts)]
@@ -275,24 +258,14 @@ class SpanRanker(TaskModel, BaseEstimator):
     def _entities(self, records: Sequence[MrcQuestion], ranges: Sequence[Sequence[tuple[int, int]]]
                   ) -> dict[str, tuple]:
         """The tagged entities of each passage (none without a tagger), in at least the sentences that the
-        (start, end) character ranges of each record touch (its candidates, its answer), from this reader's
-        memo for the sentences its tagger tagged before."""
+        (start, end) character ranges of each record touch (its candidates, its answer); the sentences its
+        tagger tagged before are not tagged again (passage_entities)."""
         if self.tagger_ is None:
             return dict.fromkeys((r.context for r in records), ())
-        if getattr(self, "_entity_memo", None) is None or self._entity_memo.tagger is not self.tagger_:
-            self._entity_memo = PassageEntities(self.tagger_)
         wanted: dict[str, list[tuple[int, int]]] = {}
         for record, record_ranges in zip(records, ranges):
             wanted.setdefault(record.context, []).extend(record_ranges)
-        return self._entity_memo.entities(wanted)
-
-    def __getstate__(self) -> dict:
-        # The memos of views and entities are caches of this process, not learnt state: a saved or copied
-        # reader leaves them.
-        state = super().__getstate__()
-        state.pop("_view_memo", None)
-        state.pop("_entity_memo", None)
-        return state
+        return passage_entities(self.tagger_).entities(wanted)
 
     @staticmethod
     def _rows(view: QuestionView, entities: Sequence, expected: np.ndarray) -> sparse.csr_matrix:
@@ -316,49 +289,16 @@ class SpanRanker(TaskModel, BaseEstimator):
             return None, []
         return sparse.vstack([block for block, _positive in kept], format="csr"), [positive for _rows, positive in kept]
 
-    def _fit_weights(self, blocks: Sequence[sparse.csr_matrix], gold: Sequence[np.ndarray], alpha: float,
-                     start: np.ndarray | None = None) -> np.ndarray:
-        """A listwise (softmax) ranker: for each training question whose gold span is among its candidates,
-        the share of probability that its gold spans get among all its candidates is maximised (mean over
-        the questions), under an L2 penalty of alpha/2, from the weights `start` (else zeros). Every
-        candidate counts, and this is the loss that picking the top span needs, where pairwise logistic
-        regression on sampled negatives (tried first) learns to tell one span from a random other one.
-        `blocks` hold the questions' scaled candidate rows, one after another in the order of `gold`: a fit
-        on the official train file keeps them in several blocks, since one stacked copy besides them would
-        double its peak memory."""
-        if not gold:
-            raise ValueError("no training question has its answer among the candidate spans")
-        is_gold = np.concatenate(gold)
-        sizes = np.array([len(positive) for positive in gold])
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        bounds = np.cumsum([0] + [block.shape[0] for block in blocks])
-
-        def loss_and_gradient(weights: np.ndarray) -> tuple[float, np.ndarray]:
-            scores = np.concatenate([block @ weights for block in blocks])
-            all_log_sum, all_share = _grouped_softmax(scores, starts, sizes)
-            gold_log_sum, gold_share = _grouped_softmax(np.where(is_gold, scores, -np.inf), starts, sizes)
-            # A mean, not a sum: the penalty then means the same for the 60 questions of a test and the
-            # 17,554 of the official training file.
-            loss = float(np.mean(all_log_sum - gold_log_sum) + 0.5 * alpha * weights @ weights)
-            residual = all_share - gold_share
-            gradient = sum(block.T @ residual[low:high] for block, low, high in zip(blocks, bounds, bounds[1:]))
-            return loss, gradient / len(gold) + alpha * weights
-
-        start = np.zeros(blocks[0].shape[1]) if start is None else start
-        fitted = optimize.minimize(loss_and_gradient, start, jac=True, method="L-BFGS-B",
-                                   options={"maxiter": self.max_iter})
-        return fitted.x
-
-    def _scores(self, rows: sparse.csr_matrix, weights: np.ndarray) -> np.ndarray:
+    def _scores(self, rows: sparse.csr_matrix, ranker: ListwiseRanker) -> np.ndarray:
         if not rows.shape[0]:
             return np.zeros(0)
-        return np.asarray(self.scaler_.transform(rows) @ weights).ravel()
+        return ranker.decision_function(self.scaler_.transform(rows))
 
     @staticmethod
-    def _question_features(view: QuestionView, rows: sparse.csr_matrix, expected: np.ndarray, scores: np.ndarray,
-                           wording: float) -> np.ndarray:
-        """What the no-answer decision knows of a question: how sure the ranker is of its best span, that
-        span's sentence and type, how much of the question the passage holds, its type and its wording."""
+    def _evidence(view: QuestionView, rows: sparse.csr_matrix, expected: np.ndarray, scores: np.ndarray
+                  ) -> np.ndarray:
+        """What the no-answer decision knows of a question besides its wording: how sure the ranker is of its
+        best span, that span's sentence and type, how much of the question the passage holds, and its type."""
         if len(scores):
             ranked = np.sort(scores)[::-1]
             top = ranked[0]
@@ -385,7 +325,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         values = [top, margin, probability, overlap_mass, top_share, view.best_sentence_share, view.passage_share,
                   math.log1p(len(scores)),
                   math.log1p(view.question_words), math.log1p(view.missing_words), view.passage_soft_share,
-                  math.log1p(view.unrelated_words), agreement, best_typed, wording]
+                  math.log1p(view.unrelated_words), agreement, best_typed]
         return np.concatenate([values, around, [float(view.question_type == kind) for kind in QUESTION_TYPES],
                                expected])
 
@@ -434,21 +374,13 @@ class SpanRanker(TaskModel, BaseEstimator):
         return [question_type_features(q, related_words(q, self.neighbours))
                 for q in analyze(r.question for r in records)]
 
-    @staticmethod
-    def _over_answer_types(probabilities: np.ndarray, classes: Sequence[str]) -> np.ndarray:
-        """Probabilities over `classes` as columns of ANSWER_TYPES (0 for a type the classes lack)."""
-        spread = np.zeros((len(probabilities), len(ANSWER_TYPES)))
-        spread[:, [ANSWER_TYPES.index(kind) for kind in classes]] = probabilities
-        return spread
-
     def _expected(self, records: Sequence[MrcQuestion], features: list[dict[str, float]] | None = None
                   ) -> np.ndarray:
         """Each question's probabilities of ANSWER_TYPES (zeros without a type classifier); `features` are
         its _type_features when the caller has them."""
         if self.type_model_ is None or not len(records):
             return np.zeros((len(records), len(ANSWER_TYPES)))
-        features = self._type_features(records) if features is None else features
-        return self._over_answer_types(self.type_model_.predict_proba(features), self.type_model_.classes_)
+        return self.type_model_.expected(self._type_features(records) if features is None else features)
 
     def _fit_expected_types(self, records: Sequence[MrcQuestion], y: Sequence[Sequence[str]]) -> np.ndarray:
         """Fits type_model_ on the training questions with an answer (a gold one, or a plausible one as the
@@ -469,7 +401,7 @@ class SpanRanker(TaskModel, BaseEstimator):
             return self._expected(records)
         features = self._type_features(records)
         learnt_from = [features[i] for i in labelled]
-        model = make_pipeline(DictVectorizer(), OrderedLogisticRegression(C=self.type_C, max_iter=1000))
+        model = AnswerTypeModel(C=self.type_C)
         passages = [records[i].context for i in labelled]
         folds = min(self.calibration_folds, len(set(passages)))
         held_out = None
@@ -479,7 +411,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         self.type_model_ = model.fit(learnt_from, labels)
         expected = self._expected(records, features)
         if held_out is not None:
-            expected[labelled] = self._over_answer_types(held_out, sorted(set(labels)))
+            expected[labelled] = over_answer_types(held_out, sorted(set(labels)))
         return expected
 
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "SpanRanker":
@@ -546,25 +478,26 @@ class SpanRanker(TaskModel, BaseEstimator):
         elif self.abstain:
             raise ValueError("the no-answer decision learns from held-out passages: training needs questions "
                              "from at least 2 passages (or abstain=False)")
-        self.alpha_, inner_weights = self._choose_alpha(splits, chosen, kept)
-        self.weights_ = self._fit_weights(blocks, gold, self.alpha_)
+        self.alpha_, inner_rankers = self._choose_alpha(splits, chosen, kept)
+        self.ranker_ = ListwiseRanker(alpha=self.alpha_, max_iter=self.max_iter).fit(blocks, gold)
         self.feature_names_ = _ALL_FEATURES
         del blocks
+        self.decision_ = None
         if self.abstain:
-            self._fit_answer_decision(records, y, chosen, kept, splits, inner_weights)
-        else:
-            self.answer_model_, self.threshold_, self.wording_model_, self.decision_C_ = None, -np.inf, None, None
+            evidence, outcomes = self._held_out_evidence(records, y, chosen, kept, splits, inner_rankers)
+            self.decision_ = AnswerDecision(folds=self.calibration_folds).fit(
+                evidence, outcomes, groups=[records[i].context for i in chosen])
         return self
 
     def _choose_alpha(self, splits: list[tuple[np.ndarray, np.ndarray]], chosen: np.ndarray,
-                      kept: dict[int, tuple]) -> tuple[float, list[np.ndarray]]:
-        """The ranker's penalty, and the weights that it gives on each split's training part (positions into
+                      kept: dict[int, tuple]) -> tuple[float, list[ListwiseRanker]]:
+        """The ranker's penalty, and the rankers that it gives on each split's training part (positions into
         `chosen`; `kept` holds the rows and gold marks by question index): `alpha`, or the value of
         RANKER_ALPHAS under which most held-out questions get a gold span first (the most penalised one on a
         tie, or when there is no split: it is the safest on little data). One split's rows at a time."""
         alphas = RANKER_ALPHAS if self.alpha is None else (self.alpha,)
         right = np.zeros(len(alphas), dtype=int)
-        weights: list[list[np.ndarray]] = [[] for _alpha in alphas]  # by alpha, then by split
+        rankers: list[list[ListwiseRanker]] = [[] for _alpha in alphas]  # by alpha, then by split
         for inner_train, inner_test in splits:
             inner_rows, inner_gold = self._kept_rows([kept[chosen[i]][1] for i in inner_train],
                                                      [kept[chosen[i]][2] for i in inner_train])
@@ -575,98 +508,43 @@ class SpanRanker(TaskModel, BaseEstimator):
             inner_rows = self.scaler_.transform(inner_rows, copy=False).astype(np.float64)
             tested = [(block, positive) for _view, block, positive, _expected in
                       (kept[chosen[i]] for i in inner_test) if positive.any()] if len(alphas) > 1 else []
-            start = None
+            ranker = ListwiseRanker(max_iter=self.max_iter, warm_start=True)
             for index, alpha in enumerate(alphas):  # each fit starts from the more penalised one's weights
-                start = self._fit_weights([inner_rows], inner_gold, alpha, start)
-                weights[index].append(start)
-                right[index] += sum(bool(positive[np.argmax(self._scores(block, start))]) for block, positive in tested)
+                ranker.set_params(alpha=alpha).fit(inner_rows, inner_gold)
+                rankers[index].append(copy.deepcopy(ranker))  # this alpha's weights, before the next fit
+                right[index] += sum(bool(positive[np.argmax(self._scores(block, ranker))])
+                                    for block, positive in tested)
             del inner_rows
         best = int(np.argmax(right))  # the first of the most right
-        return alphas[best], weights[best]
+        return alphas[best], rankers[best]
 
-    def _fit_answer_decision(self, records, y, chosen: np.ndarray, kept: dict[int, tuple],
-                             splits: list[tuple[np.ndarray, np.ndarray]], inner_weights: list[np.ndarray]) -> None:
-        """Out-of-fold best spans of the chosen training questions teach when to answer: `kept` holds their
-        views, rows, gold marks and expected types, by question index; `splits` are the folds (by passage)
-        as positions into `chosen`, and `inner_weights` the ranker fitted on each split's training part."""
-        wording = self._fit_wording_model([records[i].question for i in chosen], [bool(y[i]) for i in chosen],
-                                          splits)
-        rows, outcomes, rouges, passages = [], [], [], []
-        for (_inner_train, inner_test), weights in zip(splits, inner_weights):
+    def _held_out_evidence(self, records, y, chosen: np.ndarray, kept: dict[int, tuple],
+                           splits: list[tuple[np.ndarray, np.ndarray]], inner_rankers: list[ListwiseRanker]
+                           ) -> tuple[list[tuple[str, np.ndarray]], list[tuple[int, float]]]:
+        """What the no-answer decision learns from, for the chosen training questions in their order: each
+        question's text and evidence, from the ranker fitted without its passage (`inner_rankers`, one per
+        split of `splits`, as positions into `chosen`; `kept` holds the views, rows, gold marks and expected
+        types by question index), and what became of its best span (outcome, ROUGE-W)."""
+        evidence: list = [None] * len(chosen)
+        outcomes: list = [None] * len(chosen)
+        for (_inner_train, inner_test), ranker in zip(splits, inner_rankers):
             for position, i in zip(inner_test, chosen[inner_test]):
                 view, block, positive, expected = kept[i]
-                passages.append(records[i].context)  # the rows come fold by fold, not in `chosen` order
-                scores = self._scores(block, weights)
-                rows.append(self._question_features(view, block, expected, scores, wording[position]))
+                scores = self._scores(block, ranker)
+                evidence[position] = (records[i].question, self._evidence(view, block, expected, scores))
                 if not y[i]:
-                    outcomes.append(_UNANSWERABLE)
-                    rouges.append(0.0)
+                    outcomes[position] = (UNANSWERABLE, 0.0)
                     continue
                 best = int(np.argmax(scores)) if len(scores) else -1
-                outcomes.append(_CORRECT if best >= 0 and positive[best] else _WRONG)
                 start, end = view.spans[best] if best >= 0 else (0, 0)
-                rouges.append(max(scoring.mrc_rouge_w(records[i].context[start:end], g) for g in y[i]))
-        rows, outcomes, rouges = np.array(rows), np.array(outcomes), np.array(rouges)
-        if len(set(outcomes)) < 2:  # nothing to decide: always answer, or never
-            self.answer_model_, self.decision_C_ = None, None
-            self.threshold_ = -np.inf if outcomes[0] != _UNANSWERABLE else np.inf
-            return
-        # Answering earns the span's EM and ROUGE; declining earns both for an unanswerable question.
-        gain_answer = (outcomes == _CORRECT) + rouges
-        gain_decline = 2.0 * (outcomes == _UNANSWERABLE)
-        choices = []
-        for C in DECISION_C:  # the penalty whose held-out beliefs earn most, the smallest C on a tie
-            model = make_pipeline(StandardScaler(), OrderedLogisticRegression(C=C, max_iter=1000))
-            held_out = cross_val_predict(model, rows, outcomes, groups=passages,
-                                         cv=GroupKFold(n_splits=len(splits)), method="predict_proba")
-            advantage = self._advantage(held_out, np.unique(outcomes))
-            candidates = np.concatenate([[-np.inf], np.sort(advantage)])
-            totals = [gain_answer[advantage > t].sum() + gain_decline[advantage <= t].sum() for t in candidates]
-            choices.append((max(totals), -C, model, candidates, totals))
-        _total, negative_C, self.answer_model_, candidates, totals = max(choices, key=lambda choice: choice[:2])
-        self.decision_C_ = -negative_C
-        self.answer_model_.fit(rows, outcomes)
-        best = int(np.argmax(totals))
-        # Halfway to the next observed advantage, not on the last question answered or declined.
-        above = candidates[best + 1] if best + 1 < len(candidates) else candidates[best] + 1.0
-        self.threshold_ = float((candidates[best] + above) / 2 if np.isfinite(candidates[best]) else above - 1.0)
-
-    def _fit_wording_model(self, questions: list[str], answerable: list[bool],
-                           splits: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        """Fits wording_model_, which tells answerable questions from unanswerable ones by their words alone
-        (morpheme uni- and bigrams), and returns its held-out probability of an answer for each question in
-        the calibration `splits` (positions into `questions`). KLUE's unanswerable questions are written to
-        match their passage as well as answerable ones do: in 5 grouped folds over the partial dev file, their
-        wording alone tells them apart with a ROC AUC of 0.63, and the share of the question that the passage
-        or its best sentence holds with 0.53."""
-        self.wording_model_ = make_pipeline(Analyse(), TfidfVectorizer(analyzer=MorphemeNgrams((1, 2)),
-                                                                       sublinear_tf=True),
-                                            OrderedLogisticRegression(C=1.0, max_iter=1000))
-        if len(set(answerable)) < 2:
-            self.wording_model_ = None
-            return np.zeros(len(questions))
-        held_out = cross_val_predict(self.wording_model_, questions, answerable, cv=splits,
-                                     method="predict_proba")[:, 1]
-        self.wording_model_.fit(questions, answerable)
-        return held_out
-
-    def _wording(self, records: Sequence[MrcQuestion]) -> np.ndarray:
-        if self.wording_model_ is None:
-            return np.zeros(len(records))
-        return self.wording_model_.predict_proba([r.question for r in records])[:, 1]
-
-    @staticmethod
-    def _advantage(probabilities: np.ndarray, classes: np.ndarray) -> np.ndarray:
-        """P(the best span is right) - P(the question is unanswerable)."""
-        column = {label: index for index, label in enumerate(classes)}
-        correct = probabilities[:, column[_CORRECT]] if _CORRECT in column else 0.0
-        unanswerable = probabilities[:, column[_UNANSWERABLE]] if _UNANSWERABLE in column else 0.0
-        return correct - unanswerable
+                outcomes[position] = (CORRECT if best >= 0 and positive[best] else WRONG,
+                                      max(scoring.mrc_rouge_w(records[i].context[start:end], g) for g in y[i]))
+        return evidence, outcomes
 
     def layout_mismatch(self) -> str | None:
         """What keeps this fitted reader from reading with this version's candidate features (another number
         or order of columns, or a reader saved before it recorded them); None when it can."""
-        if not hasattr(self, "weights_"):  # not fitted: nothing to compare
+        if not hasattr(self, "ranker_"):  # not fitted: nothing to compare
             return None
         fitted = getattr(self, "feature_names_", None)
         if fitted is None:
@@ -678,9 +556,15 @@ class SpanRanker(TaskModel, BaseEstimator):
 
     def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
         """The span ranker's weights of largest size (on standardised features: a positive weight raises a
-        candidate, a negative one lowers it)."""
+        candidate, a negative one lowers it), then the evidence that speaks most for answering and for declining,
+        and with a tagger, the question features that speak most for each expected answer type."""
         check_is_fitted(self)
-        return {"span ranker": strongest(_ALL_FEATURES, self.weights_, top_k, both_signs=True)}
+        sections = {"span ranker": strongest(_ALL_FEATURES, self.ranker_.coef_, top_k, both_signs=True)}
+        if self.decision_ is not None:
+            sections.update(self.decision_.top_features(EVIDENCE_NAMES, top_k))
+        if self.type_model_ is not None:
+            sections.update(self.type_model_.top_features(top_k))
+        return sections
 
     def read(self, X: Sequence) -> list[Reading]:
         """Each question's best span, the reader's belief in it and whether it answers with it. The reader
@@ -692,30 +576,28 @@ class SpanRanker(TaskModel, BaseEstimator):
         views = self._views(records)
         entities = self._entities(records, [view.spans for view in views])
         expected = self._expected(records)
-        wording = self._wording(records)
-        readings = []
-        for record, context, view, question_expected, question_wording in zip(records, contexts, views, expected,
-                                                                             wording):
+        readings, evidence, scored = [], [], []
+        for record, context, view, question_expected in zip(records, contexts, views, expected):
             expected_type = ANSWER_TYPES[int(np.argmax(question_expected))] if self.type_model_ is not None else None
             rows = self._rows(view, entities[record.context], question_expected)
-            scores = self._scores(rows, self.weights_)
+            scores = self._scores(rows, self.ranker_)
             if not len(scores):
                 readings.append(Reading("", 0, None, False, view.question_type, expected_type))
                 continue
             start, end = context.original_span(*view.spans[int(np.argmax(scores))])
             alternatives = n_best([context.original[slice(*context.original_span(s, e))] for s, e in view.spans],
                                   scores)
-            belief = None
-            if self.answer_model_ is not None:
-                question_features = self._question_features(view, rows, question_expected, scores,
-                                                            question_wording)
-                probabilities = self.answer_model_.predict_proba(question_features[None])
-                belief = float(self._advantage(probabilities, self.answer_model_.classes_)[0])
-                answered = belief > self.threshold_
-            else:
-                answered = self.threshold_ < 0
-            readings.append(Reading(context.original[start:end], start, belief, bool(answered), view.question_type,
+            scored.append(len(readings))
+            evidence.append((record.question, self._evidence(view, rows, question_expected, scores)))
+            readings.append(Reading(context.original[start:end], start, None, True, view.question_type,
                                     expected_type, alternatives))
+        if self.decision_ is not None and scored:
+            beliefs = self.decision_.decision_function(evidence)
+            answers = self.decision_.predict(evidence) if beliefs is None else beliefs > self.decision_.threshold_
+            shown = beliefs if beliefs is not None else [None] * len(scored)
+            for index, answered, belief in zip(scored, answers, shown):
+                readings[index] = replace(readings[index], answered=bool(answered),
+                                          belief=None if belief is None else float(belief))
         return readings
 
     def predict(self, X: Sequence) -> list[tuple[str, int]]:
