@@ -24,6 +24,7 @@ from sklearn.base import clone
 
 from baselines import driver, hf, persistence, plots, progress, results, significance, tuning
 from baselines import determinism as determinism_bench
+from baselines import peers as peers_bench
 from baselines import scale as scale_bench
 from baselines import report as teaching
 from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
@@ -754,6 +755,27 @@ def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | No
                                    results.SECONDS_BUDGET)
         log(f"{task}: figure written to {figure}")
     return report, path
+
+
+@_named_task
+def peers(task: str, *, data_dir: PathLike | None = None, train: PathLike | None = None,
+          dev: PathLike | None = None, seed: int = 0, results_dir: PathLike = "results", command: str | None = None,
+          log: Log = progress.say) -> tuple[dict, Path]:
+    """`bench peers`: the task's default model against the tool a user would pick instead (baselines.peers), each
+    in its own process; the report replaces the task's earlier one in results_dir/peers.json, and the table goes
+    to results_dir/README.md. Returns the report and the file's path."""
+    results_dir = Path(results_dir)
+    check_output_folder(results_dir)
+    report = peers_bench.bench_peers(task, seed, data_dir, train, dev, command, log)
+    path = results_dir / "peers.json"
+    with results.locked(results_dir):
+        try:
+            earlier = json.loads(path.read_text(encoding="utf-8")).get("tasks", {})
+        except (OSError, ValueError, AttributeError):
+            earlier = {}  # absent or unreadable: it is this command's own output, started afresh
+        merged = {"tasks": {**(earlier if isinstance(earlier, dict) else {}), task: report}}
+        written = results.write_result(results_dir, path, merged)  # the lock is re-entrant: read and write as one
+    return report, written
 
 
 def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLike | None = None,

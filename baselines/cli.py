@@ -518,6 +518,30 @@ def bench_scale_command(ctx, task: str, sizes: list[float], model_name, data_dir
     click.echo(f"time ~ n^{report['fit_exponent']} (fit); written to {path}")
 
 
+@bench.command("peers")
+@task_argument
+@data_dir_option
+@train_option
+@dev_option
+@seed_option
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+              show_default=True, help="Where peers.json goes; README.md there gets the table.")
+@click.pass_context
+@friendly_errors
+def bench_peers_command(ctx, task: str, data_dir, train_file, dev_file, seed: int, results_dir: Path) -> None:
+    """Our default model against the tool a user would pick instead (YNAT: fastText, NER: a plain character CRF,
+    DP: UDPipe), on the same files, each in its own process: scores, seconds, peak memory and our ratios. Needs
+    the peers extra: pip install 'klue-baselines[peers]'."""
+    report, path = api.peers(task, data_dir=data_dir, train=train_file, dev=dev_file, seed=seed,
+                             results_dir=results_dir, command=command_line(), log=console(ctx).log)
+    rows = []
+    for side in (report["peer"], report["ours"]):
+        rows.append([side["name"], " / ".join(results.format_score(v) for v in side["metrics"].values()),
+                     f"{side['total_seconds']:.1f}", results.memory_cell(side["peak_rss_mb"])])
+    _print_table(["system", " / ".join(report["ours"]["metrics"]), "seconds", "peak RSS MiB"], rows)
+    click.echo(f"our time is {report['ratios']['seconds']:.2f}x the peer's; written to {path}")
+
+
 @bench.command("determinism")
 @click.argument("task_codes", nargs=-1, type=TaskName(), is_eager=True)
 @model_name_option

@@ -337,6 +337,42 @@ def scale_table(results_dir: Path) -> str | None:
                       f"Summed fit + predict at the official size: {total:.0f} s (budget {SUITE_SECONDS_BUDGET} s)."])
 
 
+PEERS_START, PEERS_END = "<!-- peers:start -->", "<!-- peers:end -->"
+
+
+def peers_reports(results_dir: Path) -> list[dict]:
+    """The reports of `bench peers` in results_dir/peers.json, in task order (none before it has run)."""
+    try:
+        reports = json.loads((results_dir / "peers.json").read_text(encoding="utf-8")).get("tasks", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    order = [task.code for task in all_tasks()]
+    return [reports[code] for code in order if isinstance(reports.get(code), dict)]
+
+
+def peers_table(results_dir: Path) -> str | None:
+    """Ours against the tool a user would pick instead, per task: scores, seconds, peak memory and our ratios,
+    or None before `bench peers` has run."""
+    rows = []
+    for report in peers_reports(results_dir):
+        ours, peer, ratios = report["ours"], report["peer"], report["ratios"]
+        memory_ratio = "-" if ratios["peak_rss"] is None else f"{ratios['peak_rss']:.2f}x"
+        rows.append(" | ".join([
+            f"| {report['task']}", peer["name"], " / ".join(format_score(v) for v in peer["metrics"].values()),
+            f"{peer['total_seconds']:.1f}", memory_cell(peer["peak_rss_mb"]),
+            " / ".join(format_score(v) for v in ours["metrics"].values()), f"{ours['total_seconds']:.1f}",
+            memory_cell(ours["peak_rss_mb"]), f"{ratios['seconds']:.2f}x", memory_ratio,
+            f"{machine_cell(report.get('machine'))} |"]))
+    if not rows:
+        return None
+    return "\n".join([
+        "| task | peer | peer score | peer s | peer peak RSS (MiB) | ours | our s | our peak RSS (MiB) | "
+        "our time / peer's | our memory / peer's | machine |", "|---|---|---|---|---|---|---|---|---|---|---|", *rows,
+        "", "Scores are the task's headline metrics in order; seconds count loading, analysis, fit and predict (not "
+        "scoring, nor the peer's choice of settings, which peers.json times apart). Settings and their choice: "
+        "`peers.json`, and the docstring of `baselines/peers.py`."])
+
+
 def describe_machine(machine: dict[str, str]) -> str:
     """A result's machine (as provenance.machine() records it) in words: its CPU and Kiwi's kernels there."""
     return (f"{machine.get('cpu', 'an unknown CPU')} ({machine.get('architecture', '?')}), Kiwi kernels "
@@ -382,6 +418,7 @@ def regenerate_readme(results_dir: Path) -> Path:
     results_dir = Path(results_dir)
     runs_by_task = all_runs(results_dir)
     scales = scale_table(results_dir)
+    peers = peers_table(results_dir)
     commands = []
     suite_seconds = all_seconds = 0.0
     defaults = {task.code: task.default_model for task in all_tasks()}
@@ -426,6 +463,7 @@ def regenerate_readme(results_dir: Path) -> Path:
         "`learning-curve/`; each file holds the command that wrote it.",
         "",
         *scale_section(scales),
+        *(["## Against the tools a user would pick instead (`bench peers`)", "", peers, ""] if peers else []),
         "KLUE data: Park et al. (2021), CC BY-SA 4.0.",
         "",
     ])
@@ -440,4 +478,7 @@ def regenerate_readme(results_dir: Path) -> Path:
         if scales is not None:
             update_project_readme(results_dir.resolve().parent / "README.md", scales, (SCALE_START, SCALE_END),
                                   "Generated from `results/scale/` by `klue-baselines bench scale`.")
+        if peers is not None:
+            update_project_readme(results_dir.resolve().parent / "README.md", peers, (PEERS_START, PEERS_END),
+                                  "Generated from `results/peers.json` by `klue-baselines bench peers`.")
     return path
