@@ -1,9 +1,10 @@
 """`bench peers`: the tools a user would pick instead, against our default model, on the same files in one run.
 
 Each peer runs with fixed settings, written here, and chooses what it chooses on its training file only (a 10 %
-hold-out of it, drawn with the run's seed); its predictions are scored with this toolkit's scorer. Ours and
-each peer run in a new Python process of their own, one after another, with an empty analysis cache, so that
-seconds and peak memory are each one's alone and their ratios hold on any machine.
+hold-out of it, drawn with the run's seed); its predictions are scored with this toolkit's scorer. The peer's
+choice, the peer with its chosen settings, and ours each run in a new Python process of their own, one after
+another, with an empty analysis cache, so that seconds and peak memory are each one's alone and their ratios
+hold on any machine.
 
 - YNAT: fastText 0.9.2 supervised (the fasttext-wheel build), one thread, on raw titles with character
   n-grams (minn 2, maxn 4) or on Kiwi's morphemes as form/tag; wordNgrams 1 or 2; (epoch, lr) (5, 0.1),
@@ -97,8 +98,8 @@ def _fasttext_predict(model, texts: Sequence[str]) -> list[str]:
     return [found[0].removeprefix("__label__") for found in labels]
 
 
-def fasttext_ynat(task: TaskSpec, train: list, dev: list, seed: int, clock: Clock, log) -> tuple[list, dict]:
-    """fastText's setting chosen on the hold-out, then refitted on the whole training file."""
+def fasttext_select(task: TaskSpec, train: list, seed: int, clock: Clock, log) -> dict:
+    """fastText's setting, chosen by macro F1 on the hold-out (the first of the best on a tie)."""
     labels = task.targets(train)
     raw = {"characters": task.plain_inputs(train)}
     raw["morphemes"] = clock.measure("selection", lambda: kiwi_morphemes(raw["characters"]))
@@ -114,12 +115,17 @@ def fasttext_ynat(task: TaskSpec, train: list, dev: list, seed: int, clock: Cloc
         table.append({**setting, task.headline[0]: round(score, 4)})
         log(f"ynat: fastText {setting}: {score:.2f} on the hold-out")
     chosen = max(zip(table, FASTTEXT_GRID), key=lambda pair: pair[0][task.headline[0]])[1]
+    return {"chosen": chosen, "selection": table}
+
+
+def fasttext_ynat(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock) -> list[dict]:
+    """fastText with the chosen setting, fitted on the whole training file, predicting the dev file."""
+    labels = task.targets(train)
     titles = task.plain_inputs(train) + task.plain_inputs(dev)
     texts = clock.measure("analysis", lambda: kiwi_morphemes(titles)) if chosen["input"] == "morphemes" else titles
     model = clock.measure("fit", lambda: _fasttext_fit(texts[:len(train)], labels, chosen, seed))
     predicted = clock.measure("predict", lambda: _fasttext_predict(model, texts[len(train):]))
-    return ([{"guid": record.guid, "label": label} for record, label in zip(dev, predicted)],
-            {"chosen": chosen, "selection": table})
+    return [{"guid": record.guid, "label": label} for record, label in zip(dev, predicted)]
 
 
 # --- NER: a plain character CRF -------------------------------------------------------------------------------
@@ -146,8 +152,8 @@ def _crf(c: float):
     return crfsuite.CRF(algorithm="lbfgs", c1=c, c2=c, max_iterations=100)
 
 
-def plain_crf_ner(task: TaskSpec, train: list, dev: list, seed: int, clock: Clock, log) -> tuple[list, dict]:
-    """The CRF's c1 = c2 chosen on the hold-out by entity macro F1, then refitted on the whole training file."""
+def crf_select(task: TaskSpec, train: list, seed: int, clock: Clock, log) -> dict:
+    """The CRF's c1 = c2, chosen by entity macro F1 on the hold-out (the first of the best on a tie)."""
     tags = task.targets(train)
     features = [character_features(text) for text in task.plain_inputs(train)]
     inner, held = hold_out(len(train), seed)
@@ -160,11 +166,17 @@ def plain_crf_ner(task: TaskSpec, train: list, dev: list, seed: int, clock: Cloc
         table.append({"c1": c, "c2": c, task.headline[0]: round(score, 4)})
         log(f"ner: plain CRF c1 = c2 = {c}: {score:.2f} on the hold-out")
     chosen = max(table, key=lambda row: row[task.headline[0]])["c1"]
-    model = clock.measure("fit", lambda: _crf(chosen).fit(features, tags))
-    dev_features = [character_features(text) for text in task.plain_inputs(dev)]
+    return {"chosen": {"c1": chosen, "c2": chosen, "max_iterations": 100}, "selection": table}
+
+
+def plain_crf_ner(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock) -> list[dict]:
+    """The plain CRF with the chosen penalty, fitted on the whole training file, tagging the dev file."""
+    tags = task.targets(train)
+    features = clock.measure("features", lambda: [character_features(text) for text in task.plain_inputs(train)])
+    model = clock.measure("fit", lambda: _crf(chosen["c1"]).fit(features, tags))
+    dev_features = clock.measure("features", lambda: [character_features(text) for text in task.plain_inputs(dev)])
     predicted = clock.measure("predict", lambda: model.predict(dev_features))
-    return ([{"guid": record.guid, "tags": list(row)} for record, row in zip(dev, predicted)],
-            {"chosen": {"c1": chosen, "c2": chosen, "max_iterations": 100}, "selection": table})
+    return [{"guid": record.guid, "tags": list(row)} for record, row in zip(dev, predicted)]
 
 
 # --- DP: UDPipe 1 ---------------------------------------------------------------------------------------------
@@ -197,15 +209,19 @@ def _udpipe_sentences(udpipe, text: str):
     return sentences
 
 
-def udpipe_dp(task: TaskSpec, train: list, dev: list, seed: int, clock: Clock, log) -> tuple[list, dict]:
-    """UDPipe's parser trained on the whole training file with its defaults, then parsing the dev file on its
-    gold tags."""
+def udpipe_select(task: TaskSpec, train: list, seed: int, clock: Clock, log) -> dict:
+    """Nothing to choose: UDPipe's defaults, but a single root, which wants the relation 'root' that KLUE's
+    roots (VP, NP ...) do not carry."""
+    return {"chosen": {"parser": "single_root=0", "tokenizer": "none", "tagger": "none"}}
+
+
+def udpipe_dp(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock) -> list[dict]:
+    """UDPipe's parser trained on the whole training file, then parsing the dev file on its gold tags."""
     udpipe = _needs("ufal.udpipe", "UDPipe (ufal.udpipe)")
     trees = task.targets(train)
     training = _udpipe_sentences(udpipe, udpipe_conllu(train, trees))
     error = udpipe.ProcessingError()
-    options = "single_root=0"  # KLUE roots carry a relation (VP, NP ...), where UDPipe's single root wants 'root'
-    log(f"dp: training UDPipe's parser on {len(train)} sentences")
+    options = chosen["parser"]
     data = clock.measure("fit", lambda: udpipe.Trainer.train("morphodita_parsito", training, udpipe.Sentences(),
                                                              "none", "none", options, error))
     if error.occurred():
@@ -223,19 +239,22 @@ def udpipe_dp(task: TaskSpec, train: list, dev: list, seed: int, clock: Clock, l
         words = [line.split("\t") for line in block.split("\n") if line and not line.startswith("#")]
         rows.append({"guid": record.guid, "heads": [int(columns[6]) for columns in words],
                      "deprels": [columns[7] for columns in words]})
-    return rows, {"chosen": {"parser": options, "tokenizer": "none", "tagger": "none"}}
+    return rows
 
 
-PEERS: dict[str, tuple[str, Callable]] = {
-    "ynat": ("fastText 0.9.2", fasttext_ynat),
-    "ner": ("plain character CRF (sklearn-crfsuite)", plain_crf_ner),
-    "dp": ("UDPipe 1.4 parser", udpipe_dp),
+# By task: the peer's name, how it chooses its settings on the training file, and how it runs with them.
+PEERS: dict[str, tuple[str, Callable, Callable]] = {
+    "ynat": ("fastText 0.9.2", fasttext_select, fasttext_ynat),
+    "ner": ("plain character CRF (sklearn-crfsuite)", crf_select, plain_crf_ner),
+    "dp": ("UDPipe 1.4 parser", udpipe_select, udpipe_dp),
 }
 
 
-def measure(code: str, who: str, seed: int, data: dict, log: Callable[[str], None] = lambda message: None) -> dict:
-    """One side, in this process (a fresh one: bench_peers starts one per side): ours (the task's default model,
-    as `run` trains and scores it) or the peer; its headline scores, seconds and peak memory."""
+def measure(code: str, who: str, seed: int, data: dict, chosen: dict | None = None,
+            log: Callable[[str], None] = lambda message: None) -> dict:
+    """One step, in this process (a fresh one: bench_peers starts one per step): the peer's choice of settings
+    on the training file ('select'); the peer with them ('peer'); or ours, the task's default model as `run`
+    trains and scores it ('ours'). For the last two, the headline scores, seconds and peak memory."""
     task = get_task(code)
     located = driver.resolve_data(task, data.get("data_dir"), data.get("train"), data.get("dev"))
     if who == "ours":
@@ -248,15 +267,17 @@ def measure(code: str, who: str, seed: int, data: dict, log: Callable[[str], Non
                 "peak_rss_mb": record.get("peak_rss_mb")}
     memory.reset_peak()
     clock = Clock()
+    name, select, run = PEERS[code]
     train = clock.measure("load", lambda: task.load(located.train))
+    if who == "select":
+        chosen = select(task, train, seed, clock, log)
+        return {**chosen, "seconds": clock.seconds.get("selection", 0.0), "peak_rss_mb": memory.rounded_peak_mb()}
     dev = clock.measure("load", lambda: task.load(located.dev))
-    name, run = PEERS[code]
-    rows, details = run(task, train, dev, seed, clock, log)
+    rows = run(task, train, dev, chosen, seed, clock)
     metrics = task.score(dev, rows, task.load_resources(located.extras))
-    selection = clock.seconds.pop("selection", 0.0)
     return {"name": name, "metrics": {metric: round(metrics[metric], 6) for metric in task.headline},
-            "seconds": clock.seconds, "total_seconds": round(sum(clock.seconds.values()), 3),
-            "selection_seconds": selection, "peak_rss_mb": memory.rounded_peak_mb(), **details}
+            "settings": chosen, "seconds": clock.seconds, "total_seconds": round(sum(clock.seconds.values()), 3),
+            "peak_rss_mb": memory.rounded_peak_mb()}
 
 
 def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, train: str | Path | None = None,
@@ -272,20 +293,17 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
                                 "a partial training file)")
     data = {"data_dir": str(data_dir) if data_dir else None, "train": str(train) if train else None,
             "dev": str(dev) if dev else None}
+    log(f"{code}: {PEERS[code][0]} chooses its settings on the training file, in a new process")
+    selection = _in_new_process({"code": code, "who": "select", "seed": seed, "data": data})
+    log(f"{code}: chosen {selection['chosen']} in {selection['seconds']:.1f} s")
     sides = {}
     for who in ("peer", "ours"):
         log(f"{code}: {PEERS[code][0] if who == 'peer' else 'ours'}, in a new process")
-        with tempfile.TemporaryDirectory(prefix="klue-peers-cache-") as cache_dir:
-            request = json.dumps({"code": code, "who": who, "seed": seed, "data": data})
-            finished = subprocess.run([sys.executable, "-m", "baselines.peers", request], capture_output=True,
-                                      text=True, env={**os.environ, "KLUE_BASELINES_CACHE": cache_dir})
-        if finished.returncode != 0:
-            last = (finished.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise driver.UsageError(f"{code}: {who} failed: {last}")
-        sides[who] = json.loads(finished.stdout.strip().splitlines()[-1])
+        sides[who] = _in_new_process({"code": code, "who": who, "seed": seed, "data": data,
+                                      "chosen": selection["chosen"]})
         log(f"{code}: {sides[who]['name']}: {sides[who]['metrics']} in {sides[who]['total_seconds']:.1f} s, "
             f"peak {sides[who]['peak_rss_mb']} MiB")
-    ours, peer = sides["ours"], sides["peer"]
+    ours, peer = sides["ours"], {**sides["peer"], "choice": selection}
     report = {
         "task": code, "seed": seed, "method": __doc__.split("\n\n")[1].replace("\n", " "),
         "files": [driver.describe_file(path) for path in (located.train, located.dev)],
@@ -302,10 +320,21 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
     return report
 
 
+def _in_new_process(request: dict) -> dict:
+    """measure(**request) in a new Python process with an empty analysis cache of its own."""
+    with tempfile.TemporaryDirectory(prefix="klue-peers-cache-") as cache_dir:
+        finished = subprocess.run([sys.executable, "-m", "baselines.peers", json.dumps(request)], capture_output=True,
+                                  text=True, env={**os.environ, "KLUE_BASELINES_CACHE": cache_dir})
+    if finished.returncode != 0:
+        last = (finished.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise driver.UsageError(f"{request['code']}: {request['who']} failed: {last}")
+    return json.loads(finished.stdout.strip().splitlines()[-1])
+
+
 def _main(argv: list[str]) -> None:
     request = json.loads(argv[1])
     try:
-        side = measure(request["code"], request["who"], request["seed"], request["data"],
+        side = measure(request["code"], request["who"], request["seed"], request["data"], request.get("chosen"),
                        log=lambda message: print(message, file=sys.stderr))
     except driver.UsageError as error:
         sys.exit(f"Error: {error}")

@@ -3,7 +3,8 @@
 # model with an empty analysis cache (so that its time includes Kiwi analysis). Needs the KLUE copies in
 # ../shared/klue; takes about 15 minutes on 2 cores. The cross-fitted DP and WoS runs fit two folds at a time
 # (--jobs 2, the same scores); MRC's folds share the question views that one process keeps, so it runs them
-# one after another. Check the rows afterwards with `klue-baselines reproduce`.
+# one after another. Check the rows afterwards with `klue-baselines reproduce`. With the peers extra installed,
+# the last three lines rerun `bench peers` (about 20 minutes more; each side in its own process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KLUE=../shared/klue
@@ -29,3 +30,8 @@ klue-baselines -q $(fresh mrc) run mrc --dev $MRC_DEV --cv 5 --param ner_train=$
 WOS_DEV=$KLUE/wos-v1.1/wos-v1.1_dev.first700.json
 klue-baselines -q run wos --dev $WOS_DEV --cv 5 --model trivial
 klue-baselines -q $(fresh wos) run wos --dev $WOS_DEV --cv 5 --jobs 2
+if python -c "import fasttext, ufal.udpipe" 2>/dev/null; then
+    klue-baselines -q bench peers ynat --data-dir $KLUE
+    klue-baselines -q bench peers ner --data-dir $KLUE --train $NER_TRAIN
+    klue-baselines -q bench peers dp --data-dir $KLUE --train $DP_TRAIN
+fi
