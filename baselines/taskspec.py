@@ -8,8 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
+
 from baselines import formats, hf
 from baselines.dataio import DataError, read_jsonl
+from baselines.estimators import TaskModel
 from baselines.report import Comparison
 from baselines.errors import PredictionError
 
@@ -236,11 +239,16 @@ def check_gold_labels(path: Path, records: list, allowed: Sequence[str], field_n
 
 def label_predictions(model: Any, records: Sequence, digits: int = 6) -> list[dict]:
     """Predictions of a classifier as {'guid', 'label'} plus 'probs' (label -> probability) when the
-    model has predict_proba."""
-    labels = model.predict(records)
+    model has predict_proba. Every classifier of the toolkit predicts its most probable class, so its
+    probabilities are computed once and its labels read from them (predict would build the features again:
+    a tenth of YNAT's run); another estimator's predict is asked, as its labels may be decided otherwise."""
+    probabilities = model.predict_proba(records) if hasattr(model, "predict_proba") else None
+    if probabilities is not None and isinstance(model, TaskModel):
+        labels = np.asarray(model.classes_)[np.argmax(probabilities, axis=1)]
+    else:
+        labels = model.predict(records)
     rows = [{"guid": record.guid, "label": str(label)} for record, label in zip(records, labels)]
-    if hasattr(model, "predict_proba"):
-        probabilities = model.predict_proba(records)
+    if probabilities is not None:
         classes = [str(label) for label in model.classes_]
         for row, distribution in zip(rows, probabilities):
             row["probs"] = {label: round(float(p), digits) for label, p in zip(classes, distribution)}

@@ -187,3 +187,17 @@ def test_every_estimator_inside_a_fitted_model_has_a_fixed_seed(fitted, code, na
                 if "random_state" in estimator.get_params(deep=False)
                 and estimator.get_params(deep=False)["random_state"] is None]
     assert unseeded == []
+
+
+@pytest.mark.parametrize("code,name", sorted(CLASSIFIERS))
+def test_label_predictions_read_the_labels_from_one_pass_of_probabilities(fitted, code, name, monkeypatch):
+    spec, path = sample(code, "dev")
+    records, model = spec.load(path), fitted[code, name]
+    expected = [str(label) for label in model.predict(records)]
+    calls = []
+    original = type(model).predict_proba
+    monkeypatch.setattr(type(model), "predict_proba", lambda self, X: calls.append(1) or original(self, X))
+    monkeypatch.setattr(type(model), "predict", lambda self, X: pytest.fail("predict builds the features again"))
+    rows = spec.predict(model, records)
+    assert [row["label"] for row in rows] == expected and len(calls) == 1
+    assert all(max(row["probs"], key=row["probs"].get) == row["label"] for row in rows)
