@@ -13,7 +13,7 @@ from typing import Callable
 import click
 
 from baselines import bench as bench_module
-from baselines import api, datafiles, driver, parallel, reproduce, results, significance, tuning
+from baselines import api, budget, datafiles, driver, parallel, reproduce, results, significance, tuning
 from baselines.dataio import check_output_file, check_output_folder, write_json_atomic
 from baselines.errors import EXPLAINED_ERRORS
 from baselines.registry import TASK_CODES, UnknownTask, all_tasks, get_task, task_code
@@ -540,6 +540,27 @@ def bench_peers_command(ctx, task: str, data_dir, train_file, dev_file, seed: in
                      f"{side['total_seconds']:.1f}", results.memory_cell(side["peak_rss_mb"])])
     _print_table(["system", " / ".join(report["ours"]["metrics"]), "seconds", "peak RSS MiB"], rows)
     click.echo(f"our time is {report['ratios']['seconds']:.2f}x the peer's; written to {path}")
+
+
+@bench.command("budget")
+@click.argument("task_codes", nargs=-1, type=TaskName(), is_eager=True)
+@click.option("--results-dir", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              default=Path("results"), show_default=True,
+              help="The committed results, whose default rows are rerun; budget.json goes there.")
+@click.pass_context
+@friendly_errors
+def bench_budget_command(ctx, task_codes, results_dir: Path) -> None:
+    """Rerun each task's default row (all tasks by default) as `reproduce` does, time raw Kiwi analysis of the
+    same texts in the same run, and report each task's seconds as a multiple of it, with the suite's."""
+    report = budget.bench_budget(results_dir, task_codes or TASK_CODES, run, command_line(), console(ctx).log)
+    if not report["tasks"]:
+        raise driver.UsageError(f"no default rows to rerun in {results_dir}")
+    path = results.write_result(results_dir, results_dir / "budget.json", report)
+    _print_table(["task", "seconds", "raw Kiwi s", "multiple"],
+                 [[code, f"{task['seconds']:.1f}", f"{task['raw_kiwi']['seconds']:.1f}", f"{task['ratio']:.2f}x"]
+                  for code, task in report["tasks"].items()])
+    suite = report["suite"]
+    click.echo(f"suite: {suite['ratio']:.2f}x raw Kiwi (budget {suite['budget_ratio']:g}x); written to {path}")
 
 
 @bench.command("determinism")

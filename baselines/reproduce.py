@@ -135,15 +135,19 @@ def rerun_arguments(command: str, run_command: click.Command, project: Path, res
     return arguments + ["--results-dir", str(results_dir)]
 
 
-def reproduce(results_dir: Path, task_codes: Sequence[str], run_command: click.Command,
-              log: Callable[[str], None] = print) -> list[Comparison]:
-    """Rerun every recorded `run` command of `task_codes` (see rerun_arguments; `run_command` is the CLI's `run`) with
-    the installed package, from the project folder that holds `results_dir`, each with an empty cache and its results in
-    a temporary folder, and compare the headline scores row by row. A command that is refused or fails is reported
-    through its rows, with no rerun value."""
+def rerun(results_dir: Path, task_codes: Sequence[str], run_command: click.Command,
+          log: Callable[[str], None] = print, keep: Callable[[RecordedRow], bool] = lambda row: True
+          ) -> list[tuple[RecordedRow, dict | None]]:
+    """Rerun every recorded `run` command of `task_codes` that produced a row `keep` accepts (see rerun_arguments;
+    `run_command` is the CLI's `run`) with the installed package, from the project folder that holds
+    `results_dir`, each with an empty cache and its results in a temporary folder. Returns each kept row with
+    the record its rerun wrote (None where the command was refused or failed)."""
     results_dir = Path(results_dir).resolve()
-    comparisons = []
+    reruns: list[tuple[RecordedRow, dict | None]] = []
     for command, rows in recorded_commands(results_dir, task_codes).items():
+        rows = [row for row in rows if keep(row)]
+        if not rows:
+            continue
         with tempfile.TemporaryDirectory(prefix="klue-reproduce-") as scratch:
             scratch_path = Path(scratch)
             rerun_runs: dict[str, dict] = {}
@@ -160,11 +164,20 @@ def reproduce(results_dir: Path, task_codes: Sequence[str], run_command: click.C
                     log(f"  exited with {finished.returncode}")
                 for task in {row.task for row in rows}:
                     rerun_runs[task] = load_task_results(scratch_path / "results", task)["runs"]
-            for row in rows:
-                rerun_headline = rerun_runs.get(row.task, {}).get(row.run, {}).get("headline", {})
-                for metric, committed in row.headline.items():
-                    comparisons.append(Comparison(row.task, row.run, metric, committed, rerun_headline.get(metric),
-                                                  row.machine, row.commit))
+            reruns.extend((row, rerun_runs.get(row.task, {}).get(row.run)) for row in rows)
+    return reruns
+
+
+def reproduce(results_dir: Path, task_codes: Sequence[str], run_command: click.Command,
+              log: Callable[[str], None] = print) -> list[Comparison]:
+    """Rerun every recorded `run` command of `task_codes` (see rerun) and compare the headline scores row by row.
+    A command that is refused or fails is reported through its rows, with no rerun value."""
+    comparisons = []
+    for row, record in rerun(results_dir, task_codes, run_command, log):
+        rerun_headline = (record or {}).get("headline", {})
+        for metric, committed in row.headline.items():
+            comparisons.append(Comparison(row.task, row.run, metric, committed, rerun_headline.get(metric),
+                                          row.machine, row.commit))
     return comparisons
 
 

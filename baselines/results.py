@@ -373,6 +373,27 @@ def peers_table(results_dir: Path) -> str | None:
         "`peers.json`, and the docstring of `baselines/peers.py`."])
 
 
+BUDGET_START, BUDGET_END = "<!-- budget:start -->", "<!-- budget:end -->"
+
+
+def budget_table(results_dir: Path) -> str | None:
+    """Each task's default row as a multiple of raw Kiwi analysis of its texts, and the suite's, from
+    results_dir/budget.json; None before `bench budget` has run."""
+    try:
+        report = json.loads((results_dir / "budget.json").read_text(encoding="utf-8"))
+        tasks, suite = report["tasks"], report["suite"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    rows = [f"| {code} | {task['run']} | {task['seconds']:.1f} | {task['raw_kiwi']['seconds']:.1f} | "
+            f"{task['raw_kiwi']['texts']} | {task['ratio']:.2f}x |" for code, task in tasks.items()]
+    verdict = "within" if suite["within_budget"] else "over"
+    return "\n".join([
+        "| task | model | seconds | raw Kiwi s | texts | multiple of raw Kiwi |", "|---|---|---|---|---|---|", *rows,
+        f"| suite | | {suite['seconds']:.1f} | {suite['raw_kiwi_seconds']:.1f} | | {suite['ratio']:.2f}x |", "",
+        f"The suite takes {suite['ratio']:.2f} times raw Kiwi analysis of all its texts: {verdict} the budget of "
+        f"{suite['budget_ratio']:g}x. Measured in one run on {machine_cell(report.get('machine'))}."])
+
+
 def describe_machine(machine: dict[str, str]) -> str:
     """A result's machine (as provenance.machine() records it) in words: its CPU and Kiwi's kernels there."""
     return (f"{machine.get('cpu', 'an unknown CPU')} ({machine.get('architecture', '?')}), Kiwi kernels "
@@ -419,6 +440,7 @@ def regenerate_readme(results_dir: Path) -> Path:
     runs_by_task = all_runs(results_dir)
     scales = scale_table(results_dir)
     peers = peers_table(results_dir)
+    budget = budget_table(results_dir)
     commands = []
     suite_seconds = all_seconds = 0.0
     defaults = {task.code: task.default_model for task in all_tasks()}
@@ -464,6 +486,7 @@ def regenerate_readme(results_dir: Path) -> Path:
         "",
         *scale_section(scales),
         *(["## Against the tools a user would pick instead (`bench peers`)", "", peers, ""] if peers else []),
+        *(["## The suite as a multiple of raw Kiwi analysis (`bench budget`)", "", budget, ""] if budget else []),
         "KLUE data: Park et al. (2021), CC BY-SA 4.0.",
         "",
     ])
@@ -481,4 +504,7 @@ def regenerate_readme(results_dir: Path) -> Path:
         if peers is not None:
             update_project_readme(results_dir.resolve().parent / "README.md", peers, (PEERS_START, PEERS_END),
                                   "Generated from `results/peers.json` by `klue-baselines bench peers`.")
+        if budget is not None:
+            update_project_readme(results_dir.resolve().parent / "README.md", budget, (BUDGET_START, BUDGET_END),
+                                  "Generated from `results/budget.json` by `klue-baselines bench budget`.")
     return path

@@ -21,7 +21,7 @@ LAYERS = {
     "baselines.tasks": 2,
     **dict.fromkeys(["baselines.registry", "baselines.driver", "baselines.results", "baselines.plots",
                      "baselines.persistence", "baselines.determinism", "baselines.tuning", "baselines.scale",
-                     "baselines.bench", "baselines.reproduce", "baselines.peers"], 3),
+                     "baselines.bench", "baselines.reproduce", "baselines.peers", "baselines.budget"], 3),
     "baselines.api": 4,
     "baselines.cli": 5,
 }

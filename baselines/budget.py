@@ -1,0 +1,81 @@
+"""`bench budget`: each task's default model, rerun as its results/ row records it, as a multiple of raw Kiwi analysis.
+
+Seconds change with the machine; their ratio to what Kiwi alone takes on the same texts, measured in the same run
+on the same machine, carries over. Each task's default row is rerun as `reproduce` reruns it (a new process, an
+empty analysis cache); then, in a new process of its own, Kiwi (kiwipiepy, with as many threads as the rerun's
+analyser) tokenizes every distinct text of the files that the rerun read, once. The suite's ratio is the sum of
+the tasks' seconds over the sum of their Kiwi seconds.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+import click
+
+from baselines import driver, reproduce
+from baselines.registry import get_task
+from features.analysis import MorphemeAnalyzer
+
+SUITE_RATIO_BUDGET = 5.0  # the whole suite at most this many times raw Kiwi analysis of all its texts (#46)
+
+
+def raw_kiwi(code: str, paths: Sequence[str]) -> dict:
+    """Seconds that Kiwi takes to tokenize every distinct, non-blank text of the task's files `paths` (its model
+    loaded first, and timed apart), in this process, with the Kiwi that this toolkit's analyser makes (the same
+    threads and kernels), but none of its caches."""
+    task = get_task(code)
+    texts = list(dict.fromkeys(text for path in paths for text in task.texts(task.load(Path(path)))
+                               if text.strip()))
+    start = time.perf_counter()
+    kiwi = MorphemeAnalyzer(use_cache=False).kiwi
+    loaded = time.perf_counter()
+    for _tokens in kiwi.tokenize(texts):
+        pass
+    done = time.perf_counter()
+    return {"texts": len(texts), "characters": sum(map(len, texts)), "model_load_seconds": round(loaded - start, 3),
+            "seconds": round(done - loaded, 3)}
+
+
+def bench_budget(results_dir, task_codes: Sequence[str], run_command: click.Command, command: str | None = None,
+                 log: Callable[[str], None] = lambda message: None) -> dict:
+    """The report of `bench budget` for the tasks' default rows in results_dir."""
+    defaults = {code: get_task(code).default_model for code in task_codes}
+    tasks = {}
+    for row, record in reproduce.rerun(results_dir, task_codes, run_command, log,
+                                       keep=lambda row: row.run == defaults[row.task]):
+        if record is None:
+            raise driver.UsageError(f"{row.task}: its row's command could not be rerun")
+        paths = [described["path"] for described in record["files"]]
+        log(f"{row.task}: raw Kiwi on the texts of {', '.join(path.rsplit('/', 1)[-1] for path in paths)}")
+        finished = subprocess.run([sys.executable, "-m", "baselines.budget", json.dumps([row.task, paths])],
+                                  capture_output=True, text=True)
+        if finished.returncode != 0:
+            last = (finished.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise driver.UsageError(f"{row.task}: raw Kiwi analysis failed: {last}")
+        kiwi = json.loads(finished.stdout.strip().splitlines()[-1])
+        seconds = round(sum(record["seconds"].values()), 3)
+        tasks[row.task] = {"run": row.run, "command": record.get("command"), "seconds": seconds,
+                           "stages": record["seconds"], "peak_rss_mb": record.get("peak_rss_mb"),
+                           "headline": record["headline"], "raw_kiwi": kiwi,
+                           "ratio": round(seconds / kiwi["seconds"], 2)}
+        log(f"{row.task}: {seconds:.1f} s, {tasks[row.task]['ratio']}x raw Kiwi ({kiwi['seconds']:.1f} s)")
+    total = sum(task["seconds"] for task in tasks.values())
+    kiwi_total = sum(task["raw_kiwi"]["seconds"] for task in tasks.values())
+    report = {"method": __doc__.split("\n\n")[1].replace("\n", " "), "tasks": tasks,
+              "suite": {"seconds": round(total, 1), "raw_kiwi_seconds": round(kiwi_total, 1),
+                        "ratio": round(total / kiwi_total, 2) if kiwi_total else None,
+                        "budget_ratio": SUITE_RATIO_BUDGET,
+                        "within_budget": bool(kiwi_total) and total / kiwi_total <= SUITE_RATIO_BUDGET},
+              "versions": driver.versions(), "machine": driver.machine(), "code": driver.code_version()}
+    if command is not None:
+        report["command"] = command
+    return report
+
+
+if __name__ == "__main__":
+    print(json.dumps(raw_kiwi(*json.loads(sys.argv[1]))))

@@ -1,0 +1,40 @@
+"""`bench budget`: a task's default row rerun and set against raw Kiwi analysis of the same texts, in one run."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from baselines import results
+
+
+def test_the_default_row_is_rerun_and_measured_against_raw_kiwi(tmp_path):
+    for models in (["--model", "trivial"], []):
+        recorded = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "run", "ynat", *models,
+                                   "--results-dir", "results"], cwd=tmp_path, capture_output=True, text=True)
+        assert recorded.returncode == 0, recorded.stderr
+    bench = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "bench", "budget", "ynat"], cwd=tmp_path,
+                           capture_output=True, text=True)
+    assert bench.returncode == 0, bench.stdout + bench.stderr
+    report = json.loads((tmp_path / "results" / "budget.json").read_text(encoding="utf-8"))
+    assert list(report["tasks"]) == ["ynat"]  # the trivial row is not the suite's
+    task = report["tasks"]["ynat"]
+    committed = json.loads((tmp_path / "results" / "ynat.json").read_text(encoding="utf-8"))["runs"]["tfidf-lr"]
+    assert task["run"] == "tfidf-lr" and task["headline"] == committed["headline"]  # the row, rerun
+    assert task["raw_kiwi"]["texts"] == 400  # the sample's 300 training and 100 dev titles, each once
+    assert task["ratio"] == round(task["seconds"] / task["raw_kiwi"]["seconds"], 2)
+    assert report["suite"]["within_budget"] == (report["suite"]["ratio"] <= 5)
+    assert report["command"] == "klue-baselines -q bench budget ynat"
+    assert "| suite |" in (tmp_path / "results" / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_budget_table_shows_each_task_and_the_suite(tmp_path):
+    report = {"tasks": {"ynat": {"run": "tfidf-lr", "seconds": 44.0, "ratio": 2.2,
+                                 "raw_kiwi": {"seconds": 20.0, "texts": 54785}}},
+              "suite": {"seconds": 44.0, "raw_kiwi_seconds": 20.0, "ratio": 2.2, "budget_ratio": 5.0,
+                        "within_budget": True}}
+    (tmp_path / "budget.json").write_text(json.dumps(report), encoding="utf-8")
+    table = results.budget_table(Path(tmp_path))
+    assert "| ynat | tfidf-lr | 44.0 | 20.0 | 54785 | 2.20x |" in table and "within the budget of 5x" in table
+    assert results.budget_table(Path(tmp_path / "absent")) is None
