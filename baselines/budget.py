@@ -41,6 +41,13 @@ def raw_kiwi(code: str, paths: Sequence[str]) -> dict:
             "seconds": round(done - loaded, 3)}
 
 
+def data_files(code: str, record: dict) -> list[str]:
+    """The training and evaluation files that a run record names, without the task's extra files (RE's relation
+    list, WoS's ontology), which hold no text to analyse."""
+    extras = set(get_task(code).extra_files)
+    return [described["path"] for described in record["files"] if Path(described["path"]).name not in extras]
+
+
 def bench_budget(results_dir, task_codes: Sequence[str], run_command: click.Command, command: str | None = None,
                  log: Callable[[str], None] = lambda message: None) -> dict:
     """The report of `bench budget` for the tasks' default rows in results_dir."""
@@ -50,7 +57,7 @@ def bench_budget(results_dir, task_codes: Sequence[str], run_command: click.Comm
                                        keep=lambda row: row.run == defaults[row.task]):
         if record is None:
             raise driver.UsageError(f"{row.task}: its row's command could not be rerun")
-        paths = [described["path"] for described in record["files"]]
+        paths = data_files(row.task, record)
         log(f"{row.task}: raw Kiwi on the texts of {', '.join(path.rsplit('/', 1)[-1] for path in paths)}")
         finished = subprocess.run([sys.executable, "-m", "baselines.budget", json.dumps([row.task, paths])],
                                   capture_output=True, text=True)

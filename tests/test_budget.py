@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from baselines import results
+from baselines import budget, results
 
 
 def test_the_default_row_is_rerun_and_measured_against_raw_kiwi(tmp_path):
@@ -38,3 +38,11 @@ def test_the_budget_table_shows_each_task_and_the_suite(tmp_path):
     table = results.budget_table(Path(tmp_path))
     assert "| ynat | tfidf-lr | 44.0 | 20.0 | 54785 | 2.20x |" in table and "within the budget of 5x" in table
     assert results.budget_table(Path(tmp_path / "absent")) is None
+
+
+def test_the_texts_come_from_the_data_files_not_the_extras():
+    record = {"files": [{"path": "/d/klue-re-v1.1_train.json"}, {"path": "/d/klue-re-v1.1_dev.json"},
+                        {"path": "/d/relation_list.json"}]}
+    assert budget.data_files("re", record) == ["/d/klue-re-v1.1_train.json", "/d/klue-re-v1.1_dev.json"]
+    assert budget.data_files("wos", {"files": [{"path": "/d/wos-v1.1_dev.json"}, {"path": "/d/ontology.json"}]}) \
+        == ["/d/wos-v1.1_dev.json"]
