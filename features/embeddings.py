@@ -117,6 +117,10 @@ class MorphemeEmbeddings:
             np.float64)
         self.row_of = {morpheme: row for row, morpheme in enumerate(morphemes) if morpheme[0]}
         self.candidate = np.array([bool(form) for form, _tag in morphemes]) & (self.square_norms > 0)
+        self.candidates = int(self.candidate.sum())
+        self.never_neighbours = np.flatnonzero(~self.candidate)
+        with np.errstate(divide="ignore"):  # zero vectors are never candidates: their score is masked
+            self.inverse_norms = (1.0 / np.sqrt(self.square_norms)).astype(np.float32)
 
     @classmethod
     def from_kiwi(cls, kiwi, model_dir: str | os.PathLike | None = None) -> "MorphemeEmbeddings":
@@ -141,30 +145,43 @@ class MorphemeEmbeddings:
     def nearest(self, morphemes: Iterable[tuple[str, str]], top_n: int,
                 advance: Advance | None = None) -> dict[tuple[str, str], tuple]:
         """The `top_n` nearest morphemes to each one, as (form, tag, cosine rounded to 4 places), nearest first,
-        equal cosines in the model's order; empty for a morpheme without a row."""
+        equal cosines in the model's order; empty for a morpheme without a row.
+
+        The exact cosine dot / sqrt(|q|² |v|²) is computed only for a shortlist: the rows whose cheaper score
+        dot / |v| (float32, one product per row) is within a relative 1e-4 of the top_n-th best score. The
+        cheap score orders the rows as the cosine does up to rounding (under 1e-6 relative in float32), so
+        the shortlist holds every row that the exact cosine puts in the top_n or ties with its last one, and
+        the answer is the one that the exact cosines of all rows give."""
         morphemes = list(dict.fromkeys(morphemes))
         found: dict[tuple[str, str], tuple] = {m: () for m in morphemes if m not in self.row_of}
         known = [m for m in morphemes if m in self.row_of]
         for offset in range(0, len(known), self.BATCH):
             batch = known[offset:offset + self.BATCH]
             rows = np.array([self.row_of[m] for m in batch])
-            dots = (self.vectors[rows] @ self.vectors.T).astype(np.float64)  # exact: see METHOD's comment
-            with np.errstate(divide="ignore", invalid="ignore"):
-                cosines = dots / np.sqrt(np.outer(self.square_norms[rows], self.square_norms))
-            cosines[:, ~self.candidate] = -np.inf
-            cosines[np.arange(len(rows)), rows] = -np.inf
-            for morpheme, row_cosines in zip(batch, cosines):
-                found[morpheme] = self._top(row_cosines, top_n)
+            dots = self.vectors[rows] @ self.vectors.T  # exact in float32: see METHOD's comment
+            with np.errstate(invalid="ignore"):  # 0 x inf of a zero vector's column, masked next
+                scores = dots * self.inverse_norms
+            scores[:, self.never_neighbours] = -np.inf
+            scores[np.arange(len(rows)), rows] = -np.inf
+            for morpheme, row, row_dots, row_scores in zip(batch, rows, dots, scores):
+                found[morpheme] = self._top(row, row_dots, row_scores, top_n)
             if advance is not None:
                 advance(len(batch))
         return found
 
-    def _top(self, cosines: np.ndarray, top_n: int) -> tuple:
-        count = min(top_n, int(np.isfinite(cosines).sum()))
-        if count <= 0:
-            return ()
+    def _top(self, row: int, dots: np.ndarray, scores: np.ndarray, top_n: int) -> tuple:
+        count = min(top_n, self.candidates - int(self.candidate[row]))
+        if count <= 0 or not self.square_norms[row]:
+            return ()  # no other row, or a zero vector, whose cosines are undefined
+        kth = np.partition(scores, len(scores) - count)[len(scores) - count]
+        shortlist = np.flatnonzero(scores >= kth - abs(kth) * 1e-4 - 1e-30)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cosines = dots[shortlist].astype(np.float64) / np.sqrt(self.square_norms[row]
+                                                                   * self.square_norms[shortlist])
         # Everything tied with the count-th best is kept, then ordered by (cosine down, row up).
         threshold = np.partition(cosines, len(cosines) - count)[len(cosines) - count]
-        rows = np.flatnonzero(cosines >= threshold)
-        rows = rows[np.lexsort((rows, -cosines[rows]))][:count]
-        return tuple((*self.morphemes[row], round(float(cosines[row]), 4)) for row in rows)
+        kept = cosines >= threshold
+        rows, cosines = shortlist[kept], cosines[kept]
+        order = np.lexsort((rows, -cosines))[:count]
+        return tuple((*self.morphemes[found], round(float(cosine), 4))
+                     for found, cosine in zip(rows[order], cosines[order]))

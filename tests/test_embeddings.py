@@ -110,3 +110,30 @@ def test_the_method_keys_the_cached_lists(tmp_path):
     analyzer = MorphemeAnalyzer(cache_dir=tmp_path)
     key = analyzer.cache.neighbour_key(("학교", "NNG"), 20, embeddings.METHOD)
     assert key != analyzer.cache.neighbour_key(("학교", "NNG"), 20, "kiwi-most-similar")
+
+
+def brute_force_nearest(table: MorphemeEmbeddings, morpheme: tuple[str, str], top_n: int) -> tuple:
+    """Every row's exact cosine, then the top_n by (cosine down, row up) with ties at the edge ordered alike."""
+    row = table.row_of[morpheme]
+    if not table.square_norms[row]:
+        return ()
+    dots = (table.vectors[row] @ table.vectors.T).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cosines = dots / np.sqrt(table.square_norms[row] * table.square_norms)
+    ranked = sorted((-cosine, other) for other, cosine in enumerate(cosines)
+                    if table.candidate[other] and other != row)
+    return tuple((*table.morphemes[other], round(float(-negative), 4)) for negative, other in ranked[:top_n])
+
+
+def test_the_shortlist_gives_what_every_row_s_exact_cosine_gives():
+    rng = np.random.default_rng(7)
+    vectors = rng.integers(-8, 8, size=(400, 12)).astype(np.int8)
+    vectors[50:60] = vectors[40]  # ties: ten copies of one row
+    vectors[70:75] = -vectors[40]  # and its opposites, whose cosines are all -1
+    vectors[90] = 0  # a zero vector: never a neighbour, and without neighbours of its own
+    morphemes = [(f"w{index}", "NNG") for index in range(400)]
+    table = MorphemeEmbeddings(vectors, morphemes)
+    for top_n in (1, 5, 12, 399, 500):
+        found = table.nearest(morphemes, top_n)
+        assert all(found[m] == brute_force_nearest(table, m, top_n) for m in morphemes), top_n
+    assert table.nearest([morphemes[90]], 5)[morphemes[90]] == ()
