@@ -8,8 +8,6 @@ the tasks' seconds over the sum of their Kiwi seconds.
 """
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Callable, Sequence
 import click
 
 from baselines import driver, reproduce
+from baselines.parallel import answer_in_new_process, in_new_process
 from baselines.registry import get_task
 from features.analysis import MorphemeAnalyzer
 
@@ -59,12 +58,8 @@ def bench_budget(results_dir, task_codes: Sequence[str], run_command: click.Comm
             raise driver.UsageError(f"{row.task}: its row's command could not be rerun")
         paths = data_files(row.task, record)
         log(f"{row.task}: raw Kiwi on the texts of {', '.join(path.rsplit('/', 1)[-1] for path in paths)}")
-        finished = subprocess.run([sys.executable, "-m", "baselines.budget", json.dumps([row.task, paths])],
-                                  capture_output=True, text=True)
-        if finished.returncode != 0:
-            last = (finished.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise driver.UsageError(f"{row.task}: raw Kiwi analysis failed: {last}")
-        kiwi = json.loads(finished.stdout.strip().splitlines()[-1])
+        kiwi = in_new_process("baselines.budget", {"code": row.task, "paths": paths},
+                              f"{row.task}: raw Kiwi analysis failed")
         seconds = round(sum(record["seconds"].values()), 3)
         tasks[row.task] = {"run": row.run, "command": record.get("command"), "seconds": seconds,
                            "stages": record["seconds"], "peak_rss_mb": record.get("peak_rss_mb"),
@@ -85,4 +80,4 @@ def bench_budget(results_dir, task_codes: Sequence[str], run_command: click.Comm
 
 
 if __name__ == "__main__":
-    print(json.dumps(raw_kiwi(*json.loads(sys.argv[1]))))
+    answer_in_new_process(lambda request: raw_kiwi(**request), sys.argv)

@@ -1,11 +1,15 @@
 """Independent fits (cross-fitting folds, tuning trials) run on joblib workers, with the same results for any
 number of jobs and any backend: loky on this machine, or Dask and Ray on a cluster; and one call that holds
-the GIL runs in a worker beside this process."""
+the GIL runs in a worker beside this process; and a benchmark's measurement in a new Python process of its own."""
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
@@ -16,7 +20,8 @@ from joblib.parallel import BACKENDS
 
 from baselines import memory
 from features import analysis
-from baselines.errors import BackendError
+from baselines.errors import BackendError, UsageError
+from features.cache import CACHE_VARIABLE
 
 # Backends that joblib does not bring: the package that registers each, and the extra that installs it.
 CLUSTER_BACKENDS = {"dask": "distributed", "ray": "ray"}
@@ -106,6 +111,29 @@ def in_background(function: Callable, *args) -> Iterator[Callable[[], Any]]:
     finally:
         done = future.done()
         executor.shutdown(wait=done, kill_workers=not done)
+
+
+def in_new_process(module: str, request: Any, failed: str) -> Any:
+    """`python -m <module> <request as JSON>` in a new Python process with an empty analysis cache of its own, so
+    that its seconds and peak memory are its own (the benchmarks measure so), and what that process answers
+    (answer_in_new_process). A failure is a UsageError: `failed`, then the process's last line of error."""
+    with tempfile.TemporaryDirectory(prefix="klue-new-process-cache-") as cache_dir:
+        finished = subprocess.run([sys.executable, "-m", module, json.dumps(request)], capture_output=True,
+                                  text=True, env={**os.environ, CACHE_VARIABLE: cache_dir})
+    if finished.returncode != 0:
+        last = (finished.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise UsageError(f"{failed}: {last}")
+    return json.loads(finished.stdout.strip().splitlines()[-1])
+
+
+def answer_in_new_process(work: Callable[[Any], Any], argv: Sequence[str]) -> None:
+    """The new process's side of in_new_process: work(the request) printed as JSON on the last line; a
+    UsageError as a one-line 'Error:' and a non-zero exit."""
+    try:
+        answer = work(json.loads(argv[1]))
+    except UsageError as error:
+        sys.exit(f"Error: {error}")
+    print(json.dumps(answer))
 
 
 def _in_worker(parent: int, settings: dict, function: Callable, args: tuple) -> tuple[Any, float | None]:

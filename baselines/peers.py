@@ -20,9 +20,6 @@ hold on any machine.
 from __future__ import annotations
 
 import importlib
-import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,10 +30,10 @@ import numpy as np
 from kiwipiepy import Kiwi
 
 from baselines import driver, memory
+from baselines.parallel import answer_in_new_process, in_new_process
 from baselines.registry import get_task
 from baselines.taskspec import TaskSpec
 
-PEER_TASKS = ("ynat", "ner", "dp")
 HOLD_OUT = 0.1
 EXTRA = "pip install 'klue-baselines[peers]'"
 
@@ -54,6 +51,12 @@ def hold_out(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     order = np.random.default_rng(seed).permutation(count)
     cut = count - max(1, int(round(count * HOLD_OUT)))
     return np.sort(order[:cut]), np.sort(order[cut:])
+
+
+def held_out_score(task: TaskSpec, train: list, held: np.ndarray, key: str, predicted: Sequence) -> float:
+    """The task's first headline metric of the predictions (`key`: 'label', 'tags') for the held-out records."""
+    rows = [{"guid": train[i].guid, key: value} for i, value in zip(held, predicted)]
+    return task.score([train[i] for i in held], rows, {})[task.headline[0]]
 
 
 class Clock:
@@ -109,9 +112,7 @@ def fasttext_select(task: TaskSpec, train: list, seed: int, clock: Clock, log) -
         texts = raw[setting["input"]]
         model = clock.measure("selection", lambda: _fasttext_fit([texts[i] for i in inner],
                                                                  [labels[i] for i in inner], setting, seed))
-        rows = [{"guid": train[i].guid, "label": label}
-                for i, label in zip(held, _fasttext_predict(model, [texts[i] for i in held]))]
-        score = task.score([train[i] for i in held], rows, {})[task.headline[0]]
+        score = held_out_score(task, train, held, "label", _fasttext_predict(model, [texts[i] for i in held]))
         table.append({**setting, task.headline[0]: round(score, 4)})
         log(f"ynat: fastText {setting}: {score:.2f} on the hold-out")
     chosen = max(zip(table, FASTTEXT_GRID), key=lambda pair: pair[0][task.headline[0]])[1]
@@ -160,9 +161,8 @@ def crf_select(task: TaskSpec, train: list, seed: int, clock: Clock, log) -> dic
     table = []
     for c in CRF_C:
         model = clock.measure("selection", lambda: _crf(c).fit([features[i] for i in inner], [tags[i] for i in inner]))
-        rows = [{"guid": train[i].guid, "tags": list(predicted)}
-                for i, predicted in zip(held, model.predict([features[i] for i in held]))]
-        score = task.score([train[i] for i in held], rows, {})[task.headline[0]]
+        score = held_out_score(task, train, held, "tags", [list(tags) for tags in model.predict(
+            [features[i] for i in held])])
         table.append({"c1": c, "c2": c, task.headline[0]: round(score, 4)})
         log(f"ner: plain CRF c1 = c2 = {c}: {score:.2f} on the hold-out")
     chosen = max(table, key=lambda row: row[task.headline[0]])["c1"]
@@ -285,7 +285,7 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
                 log: Callable[[str], None] = lambda message: None) -> dict:
     """Ours and the task's peer, each in a new process with an empty analysis cache, and the ratios."""
     if code not in PEERS:
-        raise driver.UsageError(f"bench peers knows peers for {', '.join(PEER_TASKS)}, not {code}")
+        raise driver.UsageError(f"bench peers knows peers for {', '.join(PEERS)}, not {code}")
     task = get_task(code)
     located = driver.resolve_data(task, data_dir, train, dev)
     if located.is_sample or located.train is None:
@@ -294,13 +294,14 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
     data = {"data_dir": str(data_dir) if data_dir else None, "train": str(train) if train else None,
             "dev": str(dev) if dev else None}
     log(f"{code}: {PEERS[code][0]} chooses its settings on the training file, in a new process")
-    selection = _in_new_process({"code": code, "who": "select", "seed": seed, "data": data})
+    selection = in_new_process("baselines.peers", {"code": code, "who": "select", "seed": seed, "data": data},
+                               f"{code}: select failed")
     log(f"{code}: chosen {selection['chosen']} in {selection['seconds']:.1f} s")
     sides = {}
     for who in ("peer", "ours"):
         log(f"{code}: {PEERS[code][0] if who == 'peer' else 'ours'}, in a new process")
-        sides[who] = _in_new_process({"code": code, "who": who, "seed": seed, "data": data,
-                                      "chosen": selection["chosen"]})
+        sides[who] = in_new_process("baselines.peers", {"code": code, "who": who, "seed": seed, "data": data,
+                                                        "chosen": selection["chosen"]}, f"{code}: {who} failed")
         log(f"{code}: {sides[who]['name']}: {sides[who]['metrics']} in {sides[who]['total_seconds']:.1f} s, "
             f"peak {sides[who]['peak_rss_mb']} MiB")
     ours, peer = sides["ours"], {**sides["peer"], "choice": selection}
@@ -320,26 +321,6 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
     return report
 
 
-def _in_new_process(request: dict) -> dict:
-    """measure(**request) in a new Python process with an empty analysis cache of its own."""
-    with tempfile.TemporaryDirectory(prefix="klue-peers-cache-") as cache_dir:
-        finished = subprocess.run([sys.executable, "-m", "baselines.peers", json.dumps(request)], capture_output=True,
-                                  text=True, env={**os.environ, "KLUE_BASELINES_CACHE": cache_dir})
-    if finished.returncode != 0:
-        last = (finished.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise driver.UsageError(f"{request['code']}: {request['who']} failed: {last}")
-    return json.loads(finished.stdout.strip().splitlines()[-1])
-
-
-def _main(argv: list[str]) -> None:
-    request = json.loads(argv[1])
-    try:
-        side = measure(request["code"], request["who"], request["seed"], request["data"], request.get("chosen"),
-                       log=lambda message: print(message, file=sys.stderr))
-    except driver.UsageError as error:
-        sys.exit(f"Error: {error}")
-    print(json.dumps(side))
-
-
 if __name__ == "__main__":
-    _main(sys.argv)
+    answer_in_new_process(lambda request: measure(**request, log=lambda message: print(message, file=sys.stderr)),
+                          sys.argv)

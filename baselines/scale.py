@@ -12,11 +12,7 @@ cheaper here than on the official file at the same size.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable, Sequence
@@ -24,6 +20,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from baselines import driver, hf, memory, results
+from baselines.parallel import answer_in_new_process, in_new_process
 from baselines.registry import get_task
 from baselines.taskspec import TaskSpec
 from features import analysis
@@ -103,14 +100,9 @@ def bench_scale(code: str, sizes: Sequence[float] = SIZES, model_name: str | Non
     points = []
     for size in sorted(sizes):
         log(f"{code}: {size:g} x {official_train_size(code)} training records, in a new process")
-        with tempfile.TemporaryDirectory(prefix="klue-scale-cache-") as cache_dir:
-            request = json.dumps({"code": code, "size": size, "model_name": model_name, "seed": seed, "data": data})
-            finished = subprocess.run([sys.executable, "-m", "baselines.scale", request], capture_output=True,
-                                      text=True, env={**os.environ, "KLUE_BASELINES_CACHE": cache_dir})
-        if finished.returncode != 0:
-            last = (finished.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise driver.UsageError(f"{code} at {size:g} x the official size failed: {last}")
-        point = json.loads(finished.stdout.strip().splitlines()[-1])
+        point = in_new_process("baselines.scale", {"code": code, "size": size, "model_name": model_name,
+                                                   "seed": seed, "data": data},
+                               f"{code} at {size:g} x the official size failed")
         points.append(point)
         log(f"{code}: {point['train_records']} records: fit {point['seconds']['fit']:.1f}s, predict "
             f"{point['seconds']['predict']:.1f}s, peak {point['peak_rss_mb']:.0f} MiB")
@@ -137,15 +129,5 @@ def bench_scale(code: str, sizes: Sequence[float] = SIZES, model_name: str | Non
     return report
 
 
-def _main(argv: list[str]) -> None:
-    request = json.loads(argv[1])
-    try:
-        point = measure_point(request["code"], request["size"], request["model_name"], request["seed"],
-                              request["data"])
-    except driver.UsageError as error:
-        sys.exit(f"Error: {error}")
-    print(json.dumps(point))
-
-
 if __name__ == "__main__":
-    _main(sys.argv)
+    answer_in_new_process(lambda request: measure_point(**request), sys.argv)
