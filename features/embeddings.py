@@ -105,7 +105,7 @@ class MorphemeEmbeddings:
     proper noun) are never neighbours, and a morpheme the model has no row of its own for has none.
     """
 
-    BATCH = 128  # queries per matrix product: 70,488 × 128 scores in float32 and float64, about 100 MB
+    BATCH = 128  # queries per matrix product: 70,488 × 128 dot products and scores in float32, about 70 MB
 
     def __init__(self, vectors: np.ndarray, morphemes: list[tuple[str, str]]):
         if vectors.ndim != 2 or len(vectors) != len(morphemes):
