@@ -16,6 +16,7 @@ from features import embeddings
 from features.cache import AnalysisCache, default_cache_dir
 from features.characters import without_lone_surrogates
 from features.morphemes import Analysis
+from features.tags import to_sejong
 
 
 # A progress bar factory: (label, total) -> a context manager with update(n), such as click.progressbar.
@@ -119,6 +120,7 @@ class MorphemeAnalyzer:
         self._cache: AnalysisCache | None = None
         self._memo: dict[str, Analysis] = {}
         self._neighbour_memo: dict[int, dict[tuple[str, str], tuple]] = {}
+        self._neighbour_name_memo: dict[int, dict[tuple[str, str], tuple[str, ...]]] = {}
         self._lock = threading.Lock()
         self._embeddings_lock = threading.Lock()
         self.stats = AnalysisStats()
@@ -227,6 +229,18 @@ class MorphemeAnalyzer:
             memo.update(found)
         return memo
 
+    def neighbour_names(self, morphemes: Iterable[tuple[str, str]],
+                        top_n: int) -> dict[tuple[str, str], tuple[str, ...]]:
+        """The neighbours of each (form, Kiwi tag) as features name them, 'form/TAG' with Sejong tags, nearest
+        first; memoised, as a vectoriser asks for the same morphemes once per text."""
+        names = self._neighbour_name_memo.setdefault(top_n, {})
+        wanted = [m for m in dict.fromkeys(morphemes) if m not in names]
+        if wanted:
+            found = self.neighbours(wanted, top_n)
+            for morpheme in wanted:
+                names[morpheme] = tuple(f"{near}/{to_sejong(near_tag)}" for near, near_tag, _score in found[morpheme])
+        return names
+
     def _look_up_neighbours(self, morphemes: list[tuple[str, str]], top_n: int) -> dict[tuple[str, str], tuple]:
         start = time.perf_counter()
         table = self.embeddings
@@ -320,6 +334,11 @@ def analyze(texts: Iterable[str]) -> list[Analysis]:
 def neighbours(morphemes: Iterable[tuple[str, str]], top_n: int) -> dict[tuple[str, str], tuple]:
     """Nearest morphemes in Kiwi's language model, with the process-wide analyser (memoised, cached)."""
     return analyzer().neighbours(morphemes, top_n)
+
+
+def neighbour_names(morphemes: Iterable[tuple[str, str]], top_n: int) -> dict[tuple[str, str], tuple[str, ...]]:
+    """Nearest morphemes in Kiwi's language model as 'form/TAG' (Sejong tags), with the process-wide analyser."""
+    return analyzer().neighbour_names(morphemes, top_n)
 
 
 def similarity(first: tuple[str, str], second: tuple[str, str]) -> float | None:

@@ -5,7 +5,7 @@ from typing import Iterable, Sequence
 
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from features.analysis import analyze, neighbours
+from features.analysis import analyze, neighbour_names, neighbours
 from features.morphemes import Analysis
 from features.tags import to_sejong
 
@@ -101,9 +101,8 @@ def neighbour_tokens(analysis: Analysis, top_n: int, indices: Iterable[int] | No
     nearest first; none for particles, endings, punctuation, morphemes the model does not know, and
     morphemes outside `indices` when it is given."""
     wanted = set(range(len(analysis)) if indices is None else indices)
-    found = neighbours(neighbour_queries(analysis, sorted(wanted)), top_n)
-    return [tuple(f"{near}/{to_sejong(near_tag)}" for near, near_tag, _score in found[(form, tag)])
-            if i in wanted and to_sejong(tag) in NEIGHBOUR_TAGS else ()
+    found = neighbour_names(neighbour_queries(analysis, sorted(wanted)), top_n)
+    return [found[(form, tag)] if i in wanted and to_sejong(tag) in NEIGHBOUR_TAGS else ()
             for i, (form, tag) in enumerate(zip(analysis.forms, analysis.tags))]
 
 

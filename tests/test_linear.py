@@ -14,7 +14,7 @@ from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 
-from baselines.linear import OrderedLogisticRegression
+from baselines.linear import OrderedLogisticRegression, RowBlocks
 
 
 @pytest.mark.parametrize("classes", [2, 4])
@@ -49,7 +49,7 @@ FIT_AND_PRINT = """
 import hashlib
 import numpy as np
 from scipy import sparse
-from baselines.linear import OrderedLogisticRegression
+from baselines.linear import OrderedLogisticRegression, RowBlocks
 rng = np.random.default_rng(0)
 X = sparse.random(3000, 4000, density=0.01, format="csr", random_state=0)
 y = (X @ rng.normal(size=4000) + rng.normal(size=3000) > 0).astype(int) + (rng.random(3000) > 0.7)
@@ -70,6 +70,19 @@ def test_weights_are_the_same_under_other_blas_kernels_and_threads():
                               check=True)
         runs.add(done.stdout)
     assert len(runs) == 1, runs
+
+
+def test_weights_are_the_same_for_any_number_of_product_threads(monkeypatch):
+    rng = np.random.default_rng(3)
+    X = sparse.random(7000, 900, density=0.02, format="csr", random_state=3)
+    y = (X @ rng.normal(size=900) > 0).astype(int) + (rng.random(7000) > 0.6)
+    assert [len(RowBlocks(X, threads).blocks) for threads in (1, 2, 3, 8)] == [1, 2, 3, 3]
+    fitted = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("OMP_NUM_THREADS", threads)
+        model = OrderedLogisticRegression(C=0.5, max_iter=60).fit(X, y)
+        fitted.append(model.coef_.tobytes() + model.intercept_.tobytes())
+    assert fitted[0] == fitted[1] == fitted[2]
 
 
 NUMPY_FEATURES = "import os, sys; import baselines; print(os.environ.get('NPY_DISABLE_CPU_FEATURES'))"
