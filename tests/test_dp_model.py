@@ -127,6 +127,23 @@ def test_perceptron_parses_planted_sentences_back(tmp_path):
     assert loaded.predict(test) == model.predict(test)
 
 
+def test_the_parser_keeps_weights_only_for_slots_that_have_one_and_scores_as_with_all_slots():
+    rng = np.random.default_rng(4)
+    train = [planted_sentence(f"p{i}", list(rng.choice(NOUNS, 3, replace=False))) for i in range(30)]
+    model = MstParser(epochs=3, dimension=2 ** 16).fit(train, targets(train))
+    slots, weights = model.arc_slots_, model.weights_
+    assert np.all(np.diff(slots) > 0) and 0 < len(slots) < 2 ** 16
+    assert len(weights) == len(slots) + 1 and weights[-1] == 0 and np.all(weights[:-1] != 0)
+    every_slot = np.zeros(2 ** 16)
+    every_slot[slots] = weights[:-1]
+    test = planted_sentence("q", ["선생", "편지", "교실"])
+    heads, dependents, hashed = model.featurizer_.arcs(test)
+    shaped = (heads > dependents) | ((heads == 0) & (dependents == len(test.words)))  # head-final training trees
+    _heads, _dependents, indices = model._shaped_arcs(test, model._slot_index())
+    assert len(indices) == shaped.sum() < len(hashed)
+    assert np.array_equal(weights[indices].sum(axis=1), every_slot[hashed[shaped]].sum(axis=1))
+
+
 def test_eojeol_attributes_skip_final_punctuation():
     attributes = eojeol_attributes(DpWord("흘렸다.", "흘리 었 다 .", "VV+EP+EF+SF"))
     assert attributes["last_pos"] == "EF" and attributes["last_lemma"] == "다/EF"

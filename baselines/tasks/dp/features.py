@@ -94,7 +94,7 @@ class ArcFeaturizer:
                 columns.append(key)
                 columns.append(key * _MULTIPLIER + arc_class + np.uint64(1))
                 columns.append(key * _MULTIPLIER + between_predicates + np.uint64(977))
-        features = (np.stack(columns, axis=1) % np.uint64(self.dimension)).astype(np.int64)
+        features = (np.stack(columns, axis=1) % np.uint64(self.dimension)).astype(np.int32)
         return heads, dependents, features
 
     @staticmethod

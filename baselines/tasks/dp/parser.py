@@ -139,8 +139,10 @@ class MstParser(TaskModel, BaseEstimator):
     projective_ : bool
         structure is 'learnt' and every training tree is projective, so predictions are decoded with
         Eisner's algorithm.
-    weights_ : ndarray of shape (dimension,)
-        The averaged perceptron weights.
+    arc_slots_ : ndarray of int
+        The hashed arc-feature slots with a weight other than 0, ascending.
+    weights_ : ndarray of shape (len(arc_slots_) + 1,)
+        The averaged perceptron weight of each of those slots, then a 0 for every other slot.
     arc_feature_names_ : list of (int, str)
         Readable names of the strongest arc weights, found at fit time (see top_features).
     relation_vectorizer_ : DictVectorizer
@@ -178,14 +180,22 @@ class MstParser(TaskModel, BaseEstimator):
         scores[heads, dependents] = weights[features].sum(axis=1)
         return projective_tree(scores) if projective else max_spanning_tree(scores)
 
-    def _shaped_arcs(self, sentence: DpSentence):
+    def _shaped_arcs(self, sentence: DpSentence, slot_index: np.ndarray):
         """The featurized arcs a prediction may choose: for a head-final parser, only those to a head on the
-        right, and the root's arc to the last eojeol (fewer arcs to score, and no tree of another shape)."""
+        right, and the root's arc to the last eojeol (fewer arcs to score, and no tree of another shape). Their
+        features are indices into weights_, through `slot_index` (see _slot_index)."""
         heads, dependents, features = self.featurizer_.arcs(sentence)
         if self.head_final_:
             keep = (heads > dependents) | ((heads == 0) & (dependents == len(sentence.words)))
             heads, dependents, features = heads[keep], dependents[keep], features[keep]
-        return heads, dependents, features
+        return heads, dependents, slot_index[features]
+
+    def _slot_index(self) -> np.ndarray:
+        """Each hashed slot's index into weights_, the last one (a 0) for slots without a weight: built for a
+        call to predict (4 bytes a slot) and dropped after it, so that a saved model holds only its weights."""
+        slot_index = np.full(self.dimension, len(self.arc_slots_), dtype=np.int32)
+        slot_index[self.arc_slots_] = np.arange(len(self.arc_slots_), dtype=np.int32)
+        return slot_index
 
     def uses_morpheme_analysis(self) -> bool:
         return self.pos == "kiwi"  # gold POS comes with the data
@@ -223,12 +233,25 @@ class MstParser(TaskModel, BaseEstimator):
         self.head_final_ = learnt and all(is_head_final(heads) for heads in trees)
         self.projective_ = learnt and all(is_projective(heads) for heads in trees)
         arcs = [self.featurizer_.arcs(sentence) for sentence in records]
+        # Only the features of training arcs can ever be updated, a few million of the 2**24 hashed slots: the
+        # weights and their step-weighted totals are kept for those alone (MBs, not 128 MB each). Each slot
+        # keeps its order, so that the scores, the ties and the names are those of the full-size arrays.
+        used = np.zeros(self.dimension, dtype=bool)
+        for _heads, _dependents, features in arcs:
+            used[features.ravel()] = True
+        seen = np.flatnonzero(used)  # ascending
+        del used
+        position = np.zeros(self.dimension, dtype=np.int32)
+        position[seen] = np.arange(len(seen), dtype=np.int32)
+        for index, (heads, dependents, features) in enumerate(arcs):
+            arcs[index] = heads, dependents, position[features]
+        del position
         gold_rows = []
         for sentence, (heads, dependents, _features) in zip(records, arcs):
             gold = np.array([0] + [w.head for w in sentence.words])
             gold_rows.append(np.flatnonzero(heads == gold[dependents]))
-        weights = np.zeros(self.dimension)
-        totals = np.zeros(self.dimension)  # step-weighted updates, for averaging
+        weights = np.zeros(len(seen))
+        totals = np.zeros(len(seen))  # step-weighted updates, for averaging
         step = 1
         rng = np.random.default_rng(self.random_state)
         for _epoch in range(self.epochs):
@@ -242,8 +265,14 @@ class MstParser(TaskModel, BaseEstimator):
                         np.add.at(weights, features[rows].ravel(), sign)
                         np.add.at(totals, features[rows].ravel(), sign * step)
                 step += 1
-        self.weights_ = weights - totals / step
-        self.arc_feature_names_ = self._name_strongest_arcs(records, arcs)
+        totals /= step
+        averaged = np.subtract(weights, totals, out=weights)
+        strongest = self._name_strongest_arcs(records, arcs, averaged)
+        kept = np.flatnonzero(averaged)
+        self.arc_slots_ = seen[kept]
+        self.weights_ = np.append(averaged[kept], 0.0)
+        self.arc_feature_names_ = [(int(index), name) for index, (_seen, name) in
+                                   zip(np.searchsorted(kept, [seen_index for seen_index, _ in strongest]), strongest)]
         self._fit_relations(records)
         return self
 
@@ -253,13 +282,14 @@ class MstParser(TaskModel, BaseEstimator):
         vocabulary = self.featurizer_.vocabulary
         return {name: value if f"{name}={value}" in vocabulary else "<rare>" for name, value in attributes.items()}
 
-    def _name_strongest_arcs(self, records: Sequence[DpSentence], arcs: list) -> list[tuple[int, str]]:
-        """(index, name) of the ARC_FEATURES_NAMED strongest arc weights each way, named from the training
-        arcs they fired on. The features are hashed, so their names exist only here, at fit time; where two
-        features share an index, both names are kept, joined by ' / '."""
-        order = np.argsort(self.weights_, kind="stable")
-        kept = np.concatenate([order[:ARC_FEATURES_NAMED], order[-ARC_FEATURES_NAMED:]])
-        kept = kept[self.weights_[kept] != 0]
+    def _name_strongest_arcs(self, records: Sequence[DpSentence], arcs: list,
+                             weights: np.ndarray) -> list[tuple[int, str]]:
+        """(index, name) of the ARC_FEATURES_NAMED strongest of `weights` each way (indices as in the
+        training `arcs`), named from the training arcs they fired on. The features are hashed, so their names
+        exist only here, at fit time; where two features share an index, both names are kept, joined by ' / '."""
+        order = np.argsort(weights, kind="stable")
+        against, for_ = order[:ARC_FEATURES_NAMED], order[-ARC_FEATURES_NAMED:]
+        kept = np.concatenate([against[weights[against] < 0], for_[weights[for_] > 0]])
         names: dict[int, dict[str, None]] = {int(index): {} for index in kept}
         for sentence, (heads, dependents, features) in zip(records, arcs):
             hits = np.isin(features, kept)
@@ -312,8 +342,10 @@ class MstParser(TaskModel, BaseEstimator):
             For each sentence, a head per eojeol (1-based, 0 for the root) and a relation label per eojeol.
         """
         parsed, rows = [], []
-        for sentence in self._inputs(self._fitted_records(X)):
-            heads = self._decode(self.weights_, sentence, self._shaped_arcs(sentence), self.projective_)
+        sentences = self._inputs(self._fitted_records(X))
+        slot_index = self._slot_index()
+        for sentence in sentences:
+            heads = self._decode(self.weights_, sentence, self._shaped_arcs(sentence, slot_index), self.projective_)
             parsed.append([int(h) for h in heads[1:]])
             attributes = [ROOT] + [eojeol_attributes(w) for w in sentence.words]
             rows.extend(relation_features(sentence, attributes, d, h) for d, h in enumerate(parsed[-1], start=1))
