@@ -195,9 +195,14 @@ class _Objective:
         log_loss = (special.log1p(sums - 1.0) + top).ravel() - np.add.reduce(logits * self.truth, axis=1)
         loss = float(np.add.reduce(self.scale * log_loss)) + 0.5 * self.penalty * ordered_dot(W, W)
         residual = (exps / sums - self.truth) * self.scale[:, None]
-        gradient_W = np.asarray(self.XT @ residual).T + self.penalty * W
-        gradient_b = np.add.reduce(np.ascontiguousarray(residual.T), axis=1)
-        return loss, np.concatenate([gradient_W.ravel(), gradient_b])
+        # Built in place in one vector: with 30 classes and 240,000 features a vector is 58 MB, and the sum, its
+        # flattening and the concatenation each made one more. p W + X'R is X'R + p W to the last bit.
+        gradient = np.empty_like(point)
+        gradient_W, gradient_b = self.split(gradient)
+        np.multiply(W, self.penalty, out=gradient_W)
+        gradient_W += np.asarray(self.XT @ residual).T
+        np.add.reduce(np.ascontiguousarray(residual.T), axis=1, out=gradient_b)
+        return loss, gradient
 
 
 def _minimise(objective: _Objective, point: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, np.ndarray]:
@@ -214,7 +219,8 @@ def _minimise(objective: _Objective, point: np.ndarray, tol: float, max_iter: in
             direction, slope = -gradient, -ordered_dot(gradient, gradient)
         step = 1.0 if steps else min(1.0, 1.0 / np.abs(gradient).max())
         for _halving in range(50):
-            candidate = point + step * direction
+            candidate = np.multiply(direction, step)
+            candidate += point
             new_loss, new_gradient = objective(candidate)
             if new_loss <= loss + _ARMIJO * step * slope:
                 break

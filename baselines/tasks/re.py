@@ -5,7 +5,7 @@ import warnings
 from dataclasses import dataclass, replace
 from numbers import Integral
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -369,15 +369,17 @@ class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEsti
         self.max_iter = max_iter
         self.random_state = random_state
 
-    def _dicts(self, records: Sequence[ReExample]) -> list[dict[str, float]]:
+    def _dicts(self, records: Sequence[ReExample]) -> Iterator[dict[str, float]]:
+        """Each pair's features, made as the DictVectorizer reads them: all 32,470 training pairs' dicts at once
+        held about 800 MB, on top of which the fit then built its matrix and its solver."""
         analyses = analyze(r.sentence for r in records)
         neighbours = [None] * len(records)
         if self.entity_neighbours:  # only the entities' morphemes need them
             spans = [entity_morphemes(r, a) for r, a in zip(records, analyses)]
             prefetch_neighbours(analyses, self.entity_neighbours, spans)
             neighbours = [neighbour_tokens(a, self.entity_neighbours, span) for a, span in zip(analyses, spans)]
-        return [pair_features(r, a, self.window, self.between_characters, self.entity_surface, self.typed_words, near)
-                for r, a, near in zip(records, analyses, neighbours)]
+        return (pair_features(r, a, self.window, self.between_characters, self.entity_surface, self.typed_words, near)
+                for r, a, near in zip(records, analyses, neighbours))
 
     def fit(self, X: Sequence, y: Sequence[str]) -> "RelationClassifier":
         """Learn the relation of each entity pair from features of the pair and the words around it.
