@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from baselines.driver import versions
+from baselines.errors import ModelFileError
 from baselines.persistence import load_model, save_model
 from baselines.tasks.dp import (DpSentence, DpWord, MstParser, eojeol_attributes, is_head_final, is_projective,
                                 targets, tree_problem)
@@ -125,6 +126,10 @@ def test_perceptron_parses_planted_sentences_back(tmp_path):
     save_model(tmp_path / "dp.joblib", model, "dp", "mst", [train_file], versions())
     loaded, _ = load_model(tmp_path / "dp.joblib", "dp", versions())
     assert loaded.predict(test) == model.predict(test)
+    del model.arc_slots_  # as a parser saved before the weights were kept per used slot
+    save_model(tmp_path / "old.joblib", model, "dp", "mst", [train_file], versions())
+    with pytest.raises(ModelFileError, match="every hashed arc-feature slot; train the model again"):
+        load_model(tmp_path / "old.joblib", "dp", versions())
 
 
 def test_the_parser_keeps_weights_only_for_slots_that_have_one_and_scores_as_with_all_slots():

@@ -200,6 +200,13 @@ class MstParser(TaskModel, BaseEstimator):
     def uses_morpheme_analysis(self) -> bool:
         return self.pos == "kiwi"  # gold POS comes with the data
 
+    def layout_mismatch(self) -> str | None:
+        """What keeps this fitted parser from parsing with this version (one saved when it held a weight for
+        every hashed slot); None when it can."""
+        if hasattr(self, "weights_") and not hasattr(self, "arc_slots_"):
+            return "this DP parser was saved by a version that kept a weight for every hashed arc-feature slot"
+        return None
+
     def _inputs(self, records: Sequence[DpSentence]) -> Sequence[DpSentence]:
         """The sentences as the parser sees them: with the data's lemmas and POS ('gold'), or with Kiwi's
         ('kiwi', also used for any sentence that has none, such as raw text)."""
