@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 import numpy as np
 from joblib.externals import loky
@@ -27,6 +28,7 @@ _ARMIJO = 1e-4  # sufficient decrease of the line search
 _MEMORY = 10  # (s, y) pairs that L-BFGS keeps, as SciPy's default
 _FTOL = 64 * np.finfo(float).eps  # relative decrease under which the fit stops, as scikit-learn's lbfgs
 _ROWS_PER_BLOCK = 2048  # fewer rows than this in a block, and starting a thread costs more than it saves
+_BLOCKS_PER_THREAD = 4
 
 
 def ordered_dot(a: np.ndarray, b: np.ndarray) -> float:
@@ -150,23 +152,40 @@ def product_threads() -> int:
 
 
 class RowBlocks:
-    """A CSR matrix cut into blocks of rows with about the same number of stored values, multiplied by a dense
-    matrix one block per thread (SciPy's sparse products release the GIL). Each row of the product is SciPy's
-    sum over that row's values in their stored order, whatever block it is in, so the product is the same to
-    the last bit for any number of threads."""
+    """A CSR matrix cut into blocks of rows with about the same number of stored values, whose products with a
+    dense matrix run on a few threads (SciPy's sparse products release the GIL). Each row of a product is
+    SciPy's sum over that row's values in their stored order, whatever block it is in, so the result is the
+    same to the last bit for any number of threads; and there are a few blocks per thread, so that the
+    blocks' results in flight are a fraction of the whole product's size."""
 
     def __init__(self, matrix: sparse.csr_matrix, threads: int):
         rows = matrix.shape[0]
-        blocks = max(1, min(threads, rows // _ROWS_PER_BLOCK))
+        self.threads = threads
+        blocks = max(1, min(threads * _BLOCKS_PER_THREAD, rows // _ROWS_PER_BLOCK))
         targets = np.arange(1, blocks) * (matrix.nnz / blocks)
         bounds = [0, *np.searchsorted(matrix.indptr, targets).tolist(), rows]
-        self.blocks = [matrix[start:end] for start, end in zip(bounds[:-1], bounds[1:]) if end > start] or [matrix]
+        self.blocks = [(start, end, matrix[start:end]) for start, end in zip(bounds[:-1], bounds[1:]) if end > start]
+        self.blocks = self.blocks or [(0, rows, matrix)]
 
-    def __matmul__(self, dense: np.ndarray) -> np.ndarray:
-        if len(self.blocks) == 1:
-            return np.asarray(self.blocks[0] @ dense)
-        with ThreadPoolExecutor(len(self.blocks)) as pool:
-            return np.vstack(list(pool.map(lambda block: np.asarray(block @ dense), self.blocks)))
+    def each(self, work: Callable[[int, int, sparse.csr_matrix], None]) -> None:
+        """work(first row, end row, block) for every block, on up to `threads` threads at once."""
+        if self.threads == 1 or len(self.blocks) == 1:
+            for start, end, block in self.blocks:
+                work(start, end, block)
+            return
+        with ThreadPoolExecutor(min(self.threads, len(self.blocks))) as pool:
+            for done in [pool.submit(work, *block) for block in self.blocks]:
+                done.result()  # raises what the work raised
+
+    def product(self, dense: np.ndarray) -> np.ndarray:
+        """The matrix times `dense` (rows x k)."""
+        result = np.empty((self.blocks[-1][1], dense.shape[1]))
+
+        def fill(start: int, end: int, block: sparse.csr_matrix) -> None:
+            result[start:end] = block @ dense
+
+        self.each(fill)
+        return result
 
 
 class _Objective:
@@ -188,19 +207,25 @@ class _Objective:
 
     def __call__(self, point: np.ndarray) -> tuple[float, np.ndarray]:
         W, b = self.split(point)
-        logits = np.asarray(self.X @ np.ascontiguousarray(W.T)) + b
+        logits = self.X.product(np.ascontiguousarray(W.T))
+        logits += b
         top = logits.max(axis=1, keepdims=True)
         exps = _exp_of_non_positive(logits - top)
         sums = np.add.reduce(exps, axis=1, keepdims=True)  # at least 1: the top class adds exp(0)
         log_loss = (special.log1p(sums - 1.0) + top).ravel() - np.add.reduce(logits * self.truth, axis=1)
         loss = float(np.add.reduce(self.scale * log_loss)) + 0.5 * self.penalty * ordered_dot(W, W)
         residual = (exps / sums - self.truth) * self.scale[:, None]
-        # Built in place in one vector: with 30 classes and 240,000 features a vector is 58 MB, and the sum, its
-        # flattening and the concatenation each made one more. p W + X'R is X'R + p W to the last bit.
+        # Built in place in one vector, block by block of features: with 30 classes and 240,000 features a vector
+        # is 58 MB, and X'R whole, the sum, its flattening and the concatenation each made one more.
+        # p W + X'R is X'R + p W to the last bit.
         gradient = np.empty_like(point)
         gradient_W, gradient_b = self.split(gradient)
         np.multiply(W, self.penalty, out=gradient_W)
-        gradient_W += np.asarray(self.XT @ residual).T
+
+        def add_data_term(start: int, end: int, features: sparse.csr_matrix) -> None:
+            gradient_W[:, start:end] += (features @ residual).T
+
+        self.XT.each(add_data_term)
         np.add.reduce(np.ascontiguousarray(residual.T), axis=1, out=gradient_b)
         return loss, gradient
 
@@ -218,16 +243,21 @@ def _minimise(objective: _Objective, point: np.ndarray, tol: float, max_iter: in
             steps.clear()
             direction, slope = -gradient, -ordered_dot(gradient, gradient)
         step = 1.0 if steps else min(1.0, 1.0 / np.abs(gradient).max())
+        # Vectors are reused where the arithmetic allows: the memory holds 20 of them, and a few more on top
+        # was most of a large fit's peak (RE: 58 MB each).
+        candidate = np.empty_like(point)
         for _halving in range(50):
-            candidate = np.multiply(direction, step)
+            np.multiply(direction, step, out=candidate)
             candidate += point
             new_loss, new_gradient = objective(candidate)
             if new_loss <= loss + _ARMIJO * step * slope:
                 break
+            new_gradient = None
             step *= 0.5
         else:
             break  # no decrease along the direction: as good as this arithmetic allows
-        s, y = candidate - point, new_gradient - gradient
+        del direction
+        s, y = np.subtract(candidate, point, out=point), np.subtract(new_gradient, gradient, out=gradient)
         curvature = ordered_dot(s, y)
         if curvature > 1e-10 * ordered_dot(y, y):
             steps.append((s, y, 1.0 / curvature))

@@ -74,9 +74,13 @@ def test_weights_are_the_same_under_other_blas_kernels_and_threads():
 
 def test_weights_are_the_same_for_any_number_of_product_threads(monkeypatch):
     rng = np.random.default_rng(3)
-    X = sparse.random(7000, 900, density=0.02, format="csr", random_state=3)
-    y = (X @ rng.normal(size=900) > 0).astype(int) + (rng.random(7000) > 0.6)
-    assert [len(RowBlocks(X, threads).blocks) for threads in (1, 2, 3, 8)] == [1, 2, 3, 3]
+    X = sparse.random(20000, 900, density=0.01, format="csr", random_state=3)
+    y = (X @ rng.normal(size=900) > 0).astype(int) + (rng.random(20000) > 0.6)
+    assert [len(RowBlocks(X, threads).blocks) for threads in (1, 2, 3)] == [4, 8, 9]  # 2,048 rows at least
+    blocks = RowBlocks(X, 2)
+    assert [start for start, _end, _block in blocks.blocks[1:]] == [end for _start, end, _block in blocks.blocks[:-1]]
+    dense = rng.normal(size=(900, 3))
+    assert np.array_equal(blocks.product(dense), X @ dense)
     fitted = []
     for threads in ("1", "2", "3"):
         monkeypatch.setenv("OMP_NUM_THREADS", threads)
