@@ -151,6 +151,17 @@ def product_threads() -> int:
         return cores
 
 
+def _row_view(matrix: sparse.csr_matrix, start: int, end: int) -> sparse.csr_matrix:
+    """Rows start:end of a CSR matrix over its own values and column indices. Slicing, and the constructor too
+    (it copies a view of a larger array), would copy them: the blocks of a large design matrix would then hold
+    it twice. So the block starts empty and takes views as its arrays."""
+    first, last = matrix.indptr[start], matrix.indptr[end]
+    block = sparse.csr_matrix((end - start, matrix.shape[1]), dtype=matrix.dtype)
+    block.data, block.indices = matrix.data[first:last], matrix.indices[first:last]
+    block.indptr = matrix.indptr[start:end + 1] - first
+    return block
+
+
 class RowBlocks:
     """A CSR matrix cut into blocks of rows with about the same number of stored values, whose products with a
     dense matrix run on a few threads (SciPy's sparse products release the GIL). Each row of a product is
@@ -164,7 +175,8 @@ class RowBlocks:
         blocks = max(1, min(threads * _BLOCKS_PER_THREAD, rows // _ROWS_PER_BLOCK))
         targets = np.arange(1, blocks) * (matrix.nnz / blocks)
         bounds = [0, *np.searchsorted(matrix.indptr, targets).tolist(), rows]
-        self.blocks = [(start, end, matrix[start:end]) for start, end in zip(bounds[:-1], bounds[1:]) if end > start]
+        self.blocks = [(start, end, _row_view(matrix, start, end))
+                       for start, end in zip(bounds[:-1], bounds[1:]) if end > start]
         self.blocks = self.blocks or [(0, rows, matrix)]
 
     def each(self, work: Callable[[int, int, sparse.csr_matrix], None]) -> None:

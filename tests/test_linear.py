@@ -79,6 +79,8 @@ def test_weights_are_the_same_for_any_number_of_product_threads(monkeypatch):
     assert [len(RowBlocks(X, threads).blocks) for threads in (1, 2, 3)] == [4, 8, 9]  # 2,048 rows at least
     blocks = RowBlocks(X, 2)
     assert [start for start, _end, _block in blocks.blocks[1:]] == [end for _start, end, _block in blocks.blocks[:-1]]
+    for _start, _end, block in blocks.blocks:  # views: the blocks do not hold a second copy of X
+        assert np.shares_memory(block.data, X.data) and np.shares_memory(block.indices, X.indices)
     dense = rng.normal(size=(900, 3))
     assert np.array_equal(blocks.product(dense), X @ dense)
     fitted = []

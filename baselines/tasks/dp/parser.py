@@ -98,6 +98,14 @@ def is_head_final(heads: Sequence[int]) -> bool:
     return all(head > dependent for dependent, head in enumerate(heads[:-1], start=1)) and heads[-1] == 0
 
 
+def slot_positions(slots: np.ndarray, dimension: int, missing: int) -> np.ndarray:
+    """For each of `dimension` hashed slots, its index in the ascending `slots`, or `missing` for a slot not
+    among them: the map from hashed arc features to the parser's compact weights."""
+    positions = np.full(dimension, missing, dtype=np.int32)
+    positions[slots] = np.arange(len(slots), dtype=np.int32)
+    return positions
+
+
 class MstParser(TaskModel, BaseEstimator):
     """First-order arc-factored parser: hashed arc features scored by an averaged structured perceptron,
     decoded as the best tree with one root child; relations by logistic regression. With structure='learnt'
@@ -193,9 +201,7 @@ class MstParser(TaskModel, BaseEstimator):
     def _slot_index(self) -> np.ndarray:
         """Each hashed slot's index into weights_, the last one (a 0) for slots without a weight: built for a
         call to predict (4 bytes a slot) and dropped after it, so that a saved model holds only its weights."""
-        slot_index = np.full(self.dimension, len(self.arc_slots_), dtype=np.int32)
-        slot_index[self.arc_slots_] = np.arange(len(self.arc_slots_), dtype=np.int32)
-        return slot_index
+        return slot_positions(self.arc_slots_, self.dimension, missing=len(self.arc_slots_))
 
     def uses_morpheme_analysis(self) -> bool:
         return self.pos == "kiwi"  # gold POS comes with the data
@@ -248,8 +254,7 @@ class MstParser(TaskModel, BaseEstimator):
             used[features.ravel()] = True
         seen = np.flatnonzero(used)  # ascending
         del used
-        position = np.zeros(self.dimension, dtype=np.int32)
-        position[seen] = np.arange(len(seen), dtype=np.int32)
+        position = slot_positions(seen, self.dimension, missing=0)  # every feature of `arcs` is in `seen`
         for index, (heads, dependents, features) in enumerate(arcs):
             arcs[index] = heads, dependents, position[features]
         del position
