@@ -183,9 +183,9 @@ def decode(text: str, key: bytes, value: bytes) -> Analysis | None:
         forms, tags, offset_bytes = columns
         offsets = array("i")
         offsets.frombytes(offset_bytes)
-    except (ValueError, TypeError):
+        size = len(forms)
+        if len(tags) != size or len(offsets) != 2 * size:
+            return None
+        return Analysis(text, forms, tags, offsets[:size], offsets[size:])
+    except (ValueError, TypeError):  # not three columns, or a form or tag that is not a string
         return None
-    size = len(forms)
-    if len(tags) != size or len(offsets) != 2 * size:
-        return None
-    return Analysis(text, forms, tags, offsets[:size], offsets[size:])

@@ -123,6 +123,15 @@ def test_cached_analysis_equals_fresh_and_skips_kiwi(tmp_path):
     assert MorphemeAnalyzer(use_cache=False).analyze(texts) == fresh
 
 
+def test_analyses_share_one_string_per_form_and_tag_fresh_or_cached(tmp_path):
+    texts = ["서울에서 회의가 열렸다.", "서울에서 회의가 끝났다."]
+    for analyzer in (MorphemeAnalyzer(cache_dir=tmp_path), MorphemeAnalyzer(cache_dir=tmp_path)):  # Kiwi, cache
+        first, second = analyzer.analyze(texts)
+        assert first.forms[0] == "서울" and first.forms[0] is second.forms[0]
+        assert first.tags[1] == "JKB" and first.tags[1] is second.tags[1]
+    assert analyzer.stats.cache_hits == 2
+
+
 def test_kiwi_is_asked_for_avx2_kernels_on_a_cpu_that_has_them_and_caches_by_kernels(tmp_path, monkeypatch):
     """Kiwi's kernels are part of what an analysis depends on: AVX2 where the CPU has it (an AVX-512 CPU
     too), Kiwi's own choice elsewhere, the user's $KIWI_ARCH_TYPE above both; and the cache keeps apart
