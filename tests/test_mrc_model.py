@@ -219,6 +219,20 @@ def test_views_are_memoised_outside_the_reader_and_memory_shares_them(tmp_path):
         assert (cached.features != fresh.features).nnz == 0
 
 
+def test_a_fit_on_more_questions_than_the_view_memo_holds_keeps_none_of_theirs_there(monkeypatch):
+    from baselines.tasks.mrc.candidates import VIEW_MEMO, ViewMemo
+
+    records = planted_questions(30, seed=7)
+    memoised = SpanRanker(neighbours=0, calibration_folds=2).fit(records, targets(records))
+    monkeypatch.setattr(VIEW_MEMO, "entries", ViewMemo().entries)
+    monkeypatch.setattr(VIEW_MEMO, "capacity", len(records) - 1)
+    unmemoised = SpanRanker(neighbours=0, calibration_folds=2).fit(records, targets(records))
+    assert not VIEW_MEMO.entries  # one pass over them would have dropped each view before the next asks for it
+    assert unmemoised.predict(records) == memoised.predict(records)
+    assert not VIEW_MEMO.entries
+    assert unmemoised.predict(records[:5]) == memoised.predict(records[:5]) and len(VIEW_MEMO.entries) == 5
+
+
 def test_a_lone_bound_noun_is_no_candidate_but_a_year_read_as_one_is():
     texts = candidate_texts("그가 상을 받은 것은 1989년이다. 그럴 수 있다.")
     assert "것" not in texts and "수" not in texts  # bound nouns need the words before them

@@ -121,7 +121,11 @@ EVIDENCE_NAMES = (
     + ("wording",)
     + tuple(f"best_span_{FEATURE_NAMES[column]}" for column in _BEST_SPAN_CONTEXT)
     + tuple(f"question_type={kind}" for kind in QUESTION_TYPES) + tuple(f"expected={kind}" for kind in ANSWER_TYPES))
-VIEW_CHUNK = 4000  # training questions whose candidate views are held at once
+# Training questions whose candidate views are held at once. The ranker's rows are stacked per chunk, and each
+# of the optimiser's products converts one stack to float64 for a moment: at 4,000, that moment was the fit's
+# peak at the official size. Above the 1,080 questions of a cross-fitting fold on the dev file, so that those
+# fits stack their rows once, as before.
+VIEW_CHUNK = 2000
 
 
 class SpanRanker(TaskModel, BaseEstimator):
@@ -170,7 +174,8 @@ class SpanRanker(TaskModel, BaseEstimator):
         Where question views (candidates and their features) are cached across readers and processes, as
         scikit-learn's `memory=`: a folder or a joblib.Memory. Whatever it is, the process keeps the latest
         4,000 views in memory, outside any reader (candidates.VIEW_MEMO), which a cross-fit that fits a reader
-        fold after fold on the same questions reuses.
+        fold after fold on the same questions reuses (when a fit or a prediction has more questions than that,
+        it keeps none of theirs there: they would be dropped before they were asked for again).
     random_state : int
 
     Attributes
@@ -237,8 +242,9 @@ class SpanRanker(TaskModel, BaseEstimator):
         self.memory = memory
         self.random_state = random_state
 
-    def _views(self, records: Sequence[MrcQuestion]) -> list[QuestionView]:
-        """The question views of `records`, from this reader's memo, else from `memory`, else built."""
+    def _views(self, records: Sequence[MrcQuestion], memoised: bool = True) -> list[QuestionView]:
+        """The question views of `records`, from the process's memo (if `memoised`), else from `memory`, else
+        built."""
         questions = analyze(r.question for r in records)
         contexts = analyze(r.context for r in records)
         settings = (self.top_sentences, self.max_eojeols, self.max_chars)
@@ -246,10 +252,20 @@ class SpanRanker(TaskModel, BaseEstimator):
         memory = check_memory(self.memory)
         build = question_view if memory.location is None else memory.cache(question_view)
         retrieval = getattr(self, "retrieval_", Retrieval())  # fit chooses it before it builds views
+        if not memoised:
+            return [build(q, c, *settings, related_words(q, self.neighbours), retrieval)
+                    for q, c in zip(questions, contexts)]
         return [VIEW_MEMO.get((r.question, r.context, self.neighbours, retrieval) + settings,
-                                    lambda q=q, c=c: build(q, c, *settings, related_words(q, self.neighbours),
-                                                           retrieval))
+                              lambda q=q, c=c: build(q, c, *settings, related_words(q, self.neighbours), retrieval))
                 for r, q, c in zip(records, questions, contexts)]
+
+    @staticmethod
+    def _memoises(records: Sequence[MrcQuestion]) -> bool:
+        """Whether a pass over `records` keeps their views in the process's memo: only when they all fit in it.
+        The memo drops the oldest first, so a pass over more questions than it holds (the official training
+        file) would drop each view before the next pass over them asks for it: kept, they would only take
+        memory (330 MB at the official size) beside the ranker's rows."""
+        return len(records) <= VIEW_MEMO.capacity
 
     def _prefetch_neighbours(self, questions) -> None:
         if self.neighbours:
@@ -280,14 +296,37 @@ class SpanRanker(TaskModel, BaseEstimator):
         return sparse.hstack([view.features, typed_features(exact, inside, expected, shapes)], format="csr")
 
     @staticmethod
+    def _learns_from(positive: np.ndarray) -> bool:
+        """Whether the ranker learns from a question with these gold marks: its gold span is among its
+        candidates, next to a wrong one."""
+        return bool(positive.any() and not positive.all())
+
+    @staticmethod
     def _kept_rows(rows: Sequence[sparse.csr_matrix], positives: Sequence[np.ndarray]
                    ) -> tuple[sparse.csr_matrix | None, list[np.ndarray]]:
-        """The unscaled candidate rows, stacked, of the questions the ranker learns from (those whose gold span
-        is among their candidates, next to a wrong one), and their gold marks; None when there are none."""
-        kept = [(block, positive) for block, positive in zip(rows, positives) if positive.any() and not positive.all()]
+        """The unscaled candidate rows, stacked, of the questions the ranker learns from (_learns_from), and
+        their gold marks; None when there are none."""
+        kept = [(block, positive) for block, positive in zip(rows, positives) if SpanRanker._learns_from(positive)]
         if not kept:
             return None, []
         return sparse.vstack([block for block, _positive in kept], format="csr"), [positive for _rows, positive in kept]
+
+    def _scaled_float64(self, blocks: Sequence[sparse.csr_matrix]) -> sparse.csr_matrix:
+        """The blocks of unscaled rows, scaled (in float32, as the ranker's rows are) and stacked in float64. In
+        float64 once: scipy would convert float32 rows anew for each of the optimiser's products, which took
+        two thirds of its time. Written block by block into the float64 arrays: a float32 stack beside them
+        raised the peak at the official size by its 140 MB."""
+        sizes = np.array([block.nnz for block in blocks])
+        data, indices = np.empty(sizes.sum()), np.empty(sizes.sum(), dtype=np.int32)
+        indptr = [np.zeros(1, dtype=np.int64)]
+        offset = 0
+        for block, size in zip(blocks, sizes):
+            scaled = self.scaler_.transform(block)
+            data[offset:offset + size], indices[offset:offset + size] = scaled.data, scaled.indices
+            indptr.append(scaled.indptr[1:] + offset)
+            offset += size
+        rows = sum(block.shape[0] for block in blocks)
+        return sparse.csr_matrix((data, indices, np.concatenate(indptr)), shape=(rows, blocks[0].shape[1]))
 
     def _scores(self, rows: sparse.csr_matrix, ranker: ListwiseRanker) -> np.ndarray:
         if not rows.shape[0]:
@@ -446,9 +485,10 @@ class SpanRanker(TaskModel, BaseEstimator):
         # calibration questions' views are kept: all views of the official train file at once take 5 GB.
         self.scaler_ = StandardScaler(with_mean=False)
         blocks, gold, kept = [], [], {}
+        memoised = self._memoises(records)
         for first in range(0, len(records), VIEW_CHUNK):
             chunk = records[first:first + VIEW_CHUNK]
-            views = self._views(chunk)
+            views = self._views(chunk, memoised)
             entities = self._entities(chunk, [view.spans for view in views])
             rows = [self._rows(view, entities[r.context], expected[first + offset])
                     for offset, (view, r) in enumerate(zip(views, chunk))]
@@ -499,13 +539,12 @@ class SpanRanker(TaskModel, BaseEstimator):
         right = np.zeros(len(alphas), dtype=int)
         rankers: list[list[ListwiseRanker]] = [[] for _alpha in alphas]  # by alpha, then by split
         for inner_train, inner_test in splits:
-            inner_rows, inner_gold = self._kept_rows([kept[chosen[i]][1] for i in inner_train],
-                                                     [kept[chosen[i]][2] for i in inner_train])
-            if inner_rows is None:
+            learnt = [(kept[chosen[i]][1], kept[chosen[i]][2]) for i in inner_train]
+            learnt = [(block, positive) for block, positive in learnt if self._learns_from(positive)]
+            if not learnt:
                 raise ValueError("no training question has its answer among the candidate spans")
-            # In float64 once: scipy would convert float32 rows anew for each of the optimiser's products,
-            # which took two thirds of its time.
-            inner_rows = self.scaler_.transform(inner_rows, copy=False).astype(np.float64)
+            inner_rows = self._scaled_float64([block for block, _positive in learnt])
+            inner_gold = [positive for _block, positive in learnt]
             tested = [(block, positive) for _view, block, positive, _expected in
                       (kept[chosen[i]] for i in inner_test) if positive.any()] if len(alphas) > 1 else []
             ranker = ListwiseRanker(max_iter=self.max_iter, warm_start=True)
@@ -573,7 +612,7 @@ class SpanRanker(TaskModel, BaseEstimator):
         originals = self._fitted_records(X)
         contexts = [nfc_text(record.context) for record in originals]
         records = in_nfc(originals)
-        views = self._views(records)
+        views = self._views(records, self._memoises(records))
         entities = self._entities(records, [view.spans for view in views])
         expected = self._expected(records)
         readings, evidence, scored = [], [], []
