@@ -11,7 +11,8 @@ from baselines.driver import versions
 from baselines.persistence import load_model, save_model
 from baselines.registry import get_task
 from baselines.tasks.ner import (CharacterCRF, NerSentence, character_features, iobes_to_iob2,
-                                 jackknifed_type_features, morpheme_types, repair_iob2, to_iobes)
+                                 jackknifed_type_features, morpheme_types, most_probable_iob2, repair_iob2,
+                                 to_iobes)
 from baselines.tasks.re import Entity, ReExample, RelationClassifier, entity_characters, pair_features
 from features.analysis import analyze
 from features.morphemes import Analysis
@@ -76,6 +77,14 @@ def test_iobes_round_trip_and_bad_settings():
         CharacterCRF(type_folds=1).fit([NerSentence("a", "가")], [["O"]])
 
 
+def test_marginal_decoding_adds_up_the_iobes_labels_of_each_iob2_tag():
+    marginals = [{"B-PS": 0.3, "S-PS": 0.3, "O": 0.4}, {"I-PS": 0.2, "E-PS": 0.25, "B-LC": 0.3, "O": 0.25},
+                 {"O": 0.5, "S-LC": 0.5}]
+    assert most_probable_iob2(marginals) == ["B-PS", "I-PS", "B-LC"]  # label by label: O, B-LC, then a tie
+    with pytest.raises(ValueError, match="decoding"):
+        CharacterCRF(decoding="beam").fit([NerSentence("a", "가")], [["O"]])
+
+
 NAMES = ["김철수", "이영희", "박민수", "최지우", "정하늘", "강다은"]
 PLACES = ["서울", "부산", "대구", "광주", "대전", "울산"]
 
@@ -104,6 +113,8 @@ def test_crf_learns_planted_entities_and_persists(tmp_path):
     assert get_task("ner").predict(model, test)[0]["entities"] == [
         {"start": 0, "end": 3, "type": "PS", "text": "홍길동"}, {"start": 10, "end": 12, "type": "LC", "text": "인천"}]
     assert predicted[:3] == ["B-PS", "I-PS", "I-PS"]
+    assert model.set_params(decoding="marginal").predict(test)[0] == predicted
+    model.set_params(decoding="viterbi")
     train_file = tmp_path / "train.tsv"
     train_file.write_text("", encoding="utf-8")
     save_model(tmp_path / "ner.joblib", model, "ner", "crf", [train_file], versions())

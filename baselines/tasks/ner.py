@@ -194,6 +194,18 @@ def iobes_to_iob2(tags: Sequence[str]) -> list[str]:
     return [iob2_label(tag) for tag in tags]
 
 
+def most_probable_iob2(marginals: Sequence[dict[str, float]]) -> list[str]:
+    """Each character's IOB2 tag of highest marginal probability, from the CRF's marginals over its own labels
+    (IOBES or IOB2): B-/S- add up to B-, I-/E- to I-. Ties go to the first tag in sorted order."""
+    tags = []
+    for label_probabilities in marginals:
+        merged: dict[str, float] = {}
+        for label, probability in sorted(label_probabilities.items()):
+            merged[iob2_label(label)] = merged.get(iob2_label(label), 0.0) + probability
+        tags.append(max(sorted(merged), key=merged.__getitem__))
+    return tags
+
+
 def _position(index: int, start: int, end: int) -> str:
     """Where a character sits in a unit: S single, B begin, E end, I inside."""
     if end - start <= 1:
@@ -407,6 +419,12 @@ class CharacterCRF(TaskModel, BaseEstimator):
     scheme : 'iobes' or 'iob2'
         The tags the CRF learns ('iobes': an entity's last character has a label of its own); predictions
         are IOB2 either way.
+    decoding : 'viterbi' or 'marginal'
+        'viterbi': each sentence's most probable tag sequence. 'marginal': each character's most probable IOB2
+        tag on its own (its CRF marginals, B- and S- summed, I- and E- summed), then made valid IOB2; it
+        maximises the expected number of right characters, which character F1 counts. Viterbi, by 3-fold CV
+        on the training sentences: entity F1 81.74 against 81.50, character F1 86.92 for both
+        (results/tuning/ner-crf-decoding.json).
     random_state : int
         L-BFGS is deterministic; kept for the common model interface.
 
@@ -425,17 +443,19 @@ class CharacterCRF(TaskModel, BaseEstimator):
 
     _parameter_constraints = {
         "c1": [NON_NEGATIVE], "c2": [NON_NEGATIVE], "max_iterations": [ITERATIONS], "neighbours": [NEIGHBOURS],
-        "type_folds": [*FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})], "random_state": [SEED],
+        "type_folds": [*FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})],
+        "decoding": [StrOptions({"viterbi", "marginal"})], "random_state": [SEED],
     }
 
     def __init__(self, *, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 80, neighbours: int = 20,
-                 type_folds: int = 5, scheme: str = "iobes", random_state: int = 0):
+                 type_folds: int = 5, scheme: str = "iobes", decoding: str = "viterbi", random_state: int = 0):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
         self.neighbours = neighbours
         self.type_folds = type_folds
         self.scheme = scheme
+        self.decoding = decoding
         self.random_state = random_state  # L-BFGS is deterministic; kept for the common model interface
 
     def _features(self, records: Sequence[NerSentence], analyses: Sequence[Analysis],
@@ -541,7 +561,10 @@ class CharacterCRF(TaskModel, BaseEstimator):
         records = [NerSentence("", text.text, None) for text in texts]
         analyses = analyze(r.text for r in records)
         features = self._features(records, analyses, [self.morpheme_types_] * len(records))
-        tagged = [repair_iob2(iobes_to_iob2(tags)) for tags in self.crf_.predict(features)]
+        if self.decoding == "marginal":
+            tagged = [repair_iob2(most_probable_iob2(marginals)) for marginals in self.crf_.predict_marginals(features)]
+        else:
+            tagged = [repair_iob2(iobes_to_iob2(tags)) for tags in self.crf_.predict(features)]
         return [text.tags_to_original(tags) if text.changed else tags for text, tags in zip(texts, tagged)]
 
 
