@@ -81,6 +81,11 @@ def test_marginal_decoding_adds_up_the_iobes_labels_of_each_iob2_tag():
     marginals = [{"B-PS": 0.3, "S-PS": 0.3, "O": 0.4}, {"I-PS": 0.2, "E-PS": 0.25, "B-LC": 0.3, "O": 0.25},
                  {"O": 0.5, "S-LC": 0.5}]
     assert most_probable_iob2(marginals) == ["B-PS", "I-PS", "B-LC"]  # label by label: O, B-LC, then a tie
+    assert most_probable_iob2(marginals, outside_weight=0.5) == ["B-PS", "I-PS", "B-LC"]
+    assert most_probable_iob2([{"B-PS": 0.3, "O": 0.7}], outside_weight=0.4) == ["B-PS"]  # 0.3 > 0.28
+    assert most_probable_iob2([{"B-PS": 0.3, "O": 0.7}], outside_weight=0.5) == ["O"]
+    with pytest.raises(ValueError, match="outside_weight"):
+        CharacterCRF(outside_weight=0).fit([NerSentence("a", "가")], [["O"]])
     with pytest.raises(ValueError, match="decoding"):
         CharacterCRF(decoding="beam").fit([NerSentence("a", "가")], [["O"]])
 
