@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 import warnings
 
+import pytest
 from click.testing import CliRunner
 
 from baselines import api, progress
@@ -50,10 +51,15 @@ def test_the_api_speaks_by_default_and_warns_about_the_sample(capsys, monkeypatc
     assert capsys.readouterr().err == ""
 
 
-def test_quiet_cli_leaves_kiwi_without_progress_bars(tmp_path, monkeypatch):
-    # run hands its log to the API's locate by position; the API once missed it there and drew bars under -q.
+@pytest.mark.parametrize("command", [["run", "ynat", "--model", "trivial"], ["tune", "ynat", "--param", "C=1"]])
+def test_quiet_cli_leaves_kiwi_without_progress_bars(tmp_path, monkeypatch, command):
+    # run hands its log to the API's locate by position, and tune calls the API's resources, which calls locate
+    # with its default log: each once drew the API's bars under -q.
     monkeypatch.setattr(analysis, "_analyzer", None)
-    result = CliRunner().invoke(main, ["-q", "--no-cache", "run", "ynat", "--model", "trivial",
-                                       "--results-dir", str(tmp_path)], catch_exceptions=False)
+    result = CliRunner().invoke(main, ["-q", "--no-cache", *command, "--results-dir", str(tmp_path)],
+                                catch_exceptions=False)
     assert result.exit_code == 0
-    assert analysis.analyzer().progress is None
+    bars = analysis.analyzer().progress
+    assert bars.__self__.quiet  # the console's own bars, hidden
+    with bars("Kiwi analysis", 3) as bar:
+        assert bar.hidden
