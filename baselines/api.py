@@ -12,6 +12,7 @@ DataError, PredictionError or UsageError with a one-line message that names the 
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import json
@@ -44,6 +45,7 @@ quiet = progress.quiet
 
 
 _SAMPLE_WARNED: set[str] = set()  # tasks warned about in this process: once each is enough
+_IN_API_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("in_api_call", default=False)
 
 
 def _is_path(value: Any) -> bool:
@@ -60,11 +62,17 @@ def _named_task(function: Callable) -> Callable:
     @functools.wraps(function)
     def wrapper(task: str, *args: Any, **kwargs: Any) -> Any:
         code = task_code(task)
-        if takes_log:
+        if takes_log and not _IN_API_CALL.get():
             # `log` may come by position (run passes it so to locate), and a missed one would draw bars under -q.
             given = signature.bind_partial(code, *args, **kwargs).arguments
             _show_progress(given.get("log", progress.say))
-        return function(code, *args, **kwargs)
+        # Only the caller's own call decides: one API function calling another with its default log (resources
+        # calls locate so) would otherwise put bars up under the caller's quiet log, or the CLI's -q.
+        entered = _IN_API_CALL.set(True)
+        try:
+            return function(code, *args, **kwargs)
+        finally:
+            _IN_API_CALL.reset(entered)
     return wrapper
 
 

@@ -168,10 +168,8 @@ def main(ctx: click.Context, quiet: bool, no_cache: bool, cache_dir: Path | None
     """Classical, CPU-only baselines for the eight KLUE tasks, scored with the official metrics."""
     ctx.obj = Console(quiet)
     warnings.showwarning = one_line_warnings
-    # The console's bars even under --quiet (hidden then): an analyser with none would take the Python API's
-    # (tqdm) the first time an API function is called with its default log, as `tune` did through `resources`.
     analysis.configure(num_workers=workers, cache_dir=cache_dir, use_cache=False if no_cache else None,
-                       progress=ctx.obj.progress)
+                       progress=None if quiet else ctx.obj.progress)
 
 
 @main.command()

@@ -54,12 +54,16 @@ def test_the_api_speaks_by_default_and_warns_about_the_sample(capsys, monkeypatc
 @pytest.mark.parametrize("command", [["run", "ynat", "--model", "trivial"], ["tune", "ynat", "--param", "C=1"]])
 def test_quiet_cli_leaves_kiwi_without_progress_bars(tmp_path, monkeypatch, command):
     # run hands its log to the API's locate by position, and tune calls the API's resources, which calls locate
-    # with its default log: each once drew the API's bars under -q.
+    # with its default log: each once drew the API's bars under -q. Only the outermost API call decides.
     monkeypatch.setattr(analysis, "_analyzer", None)
     result = CliRunner().invoke(main, ["-q", "--no-cache", *command, "--results-dir", str(tmp_path)],
                                 catch_exceptions=False)
     assert result.exit_code == 0
-    bars = analysis.analyzer().progress
-    assert bars.__self__.quiet  # the console's own bars, hidden
-    with bars("Kiwi analysis", 3) as bar:
-        assert bar.hidden
+    assert analysis.analyzer().progress is None
+
+
+def test_an_api_call_with_a_quiet_log_draws_no_bars_through_the_api_calls_it_makes(tmp_path, monkeypatch):
+    monkeypatch.setattr(analysis, "_analyzer", None)
+    analysis.configure(use_cache=False)
+    api.tune("ynat", {"C": [1]}, results_dir=tmp_path, log=api.quiet)  # resources -> locate, with its default log
+    assert analysis.analyzer().progress is None
