@@ -203,7 +203,8 @@ def most_probable_iob2(marginals: Sequence[dict[str, float]], outside_weight: fl
     for label_probabilities in marginals:
         merged: dict[str, float] = {}
         for label, probability in sorted(label_probabilities.items()):
-            merged[iob2_label(label)] = merged.get(iob2_label(label), 0.0) + probability
+            tag = iob2_label(label)
+            merged[tag] = merged.get(tag, 0.0) + probability
         merged["O"] = merged.get("O", 0.0) * outside_weight
         tags.append(max(sorted(merged), key=merged.__getitem__))
     return tags

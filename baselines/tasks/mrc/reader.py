@@ -539,8 +539,8 @@ class SpanRanker(TaskModel, BaseEstimator):
         right = np.zeros(len(alphas), dtype=int)
         rankers: list[list[ListwiseRanker]] = [[] for _alpha in alphas]  # by alpha, then by split
         for inner_train, inner_test in splits:
-            learnt = [(kept[chosen[i]][1], kept[chosen[i]][2]) for i in inner_train]
-            learnt = [(block, positive) for block, positive in learnt if self._learns_from(positive)]
+            learnt = [(block, positive) for _view, block, positive, _expected in
+                      (kept[chosen[i]] for i in inner_train) if self._learns_from(positive)]
             if not learnt:
                 raise ValueError("no training question has its answer among the candidate spans")
             inner_rows = self._scaled_float64([block for block, _positive in learnt])
