@@ -1,4 +1,5 @@
-"""WoS tracker: value normalisation, value finding, carry-over, a planted yes/no slot, context, persistence."""
+"""WoS tracker: value normalisation, value finding, carry-over, a planted yes/no slot, context, stated yes/no
+conditions, persistence."""
 from __future__ import annotations
 
 import random
@@ -6,10 +7,11 @@ import random
 import pytest
 
 from baselines.driver import versions
+from baselines.errors import ModelFileError
 from baselines.persistence import load_model, save_model
 from baselines.tasks.wos import (CONTEXTS, DialogueStateTracker, ValueFinder, WosDialogue, WosTurn, gate_tokens,
                                  normalize_count, normalize_nights, normalize_time, referenced_value, slot_dict,
-                                 targets)
+                                 stated_conditions, targets)
 
 
 @pytest.mark.parametrize("written, expected", [
@@ -120,3 +122,81 @@ def test_the_earlier_user_turn_tells_which_domain_a_bare_dontcare_is_for():
     assert blind.predict(test) != expected
     chosen = DialogueStateTracker(ontology=ontology, context=None, none_threshold=0.5).fit(train, targets(train))
     assert chosen.context_ in ("previous", "history") and chosen.threshold_ == 0.5
+
+
+@pytest.mark.parametrize("written, expected", [
+    ("주차 가능한 숙소를 찾아요", {"주차 가능": ("yes", "숙소")}),
+    ("비흡연 호텔 찾아주세요", {"흡연 가능": ("no", "숙소")}),
+    ("조식은 제공되지 않는 곳으로 갈게요", {"조식 가능": ("no", None)}),
+    ("흡연석 있는 주점으로 부탁드릴게요", {"흡연 가능": ("yes", "식당")}),
+    ("헬스장이랑 스파 있는 호텔로요", {"헬스장 유무": ("yes", "숙소"), "스파 유무": ("yes", "숙소")}),
+    ("아 주차장은 꼭 있어야 돼요.", {"주차 가능": ("yes", None)}),
+    ("거기 주차 되나요?", {}),  # asks about a place already named
+    ("술을 파는지 알려주세요", {}),  # asks, names nothing searched for
+    ("주차는 상관없어요. 식당 찾아요", {}),  # dontcare is the gates' to say
+])
+def test_stated_conditions(written, expected):
+    assert stated_conditions(written) == expected
+
+
+def test_stated_conditions_go_to_the_named_domain_else_the_one_the_gates_are_in():
+    turns = [{"dialogue": 0, "stated": {"주차 가능": ("yes", None)}},
+             {"dialogue": 0, "stated": {"흡연 가능": ("no", None)}},
+             {"dialogue": 0, "stated": {"주차 가능": ("yes", "숙소")}},
+             {"dialogue": 0, "stated": {"주차 가능": ("yes", "숙소")}},
+             {"dialogue": 1, "stated": {"주차 가능": ("yes", None)}}]
+    decisions = [{"식당-지역": "value"}, {}, {}, {"숙소-주차 가능": "dontcare"}, {}]
+    slots = ["식당-지역", "식당-주차 가능", "식당-흡연 가능", "숙소-주차 가능"]
+    assert DialogueStateTracker._with_conditions(turns, decisions, slots) == [
+        {"식당-지역": "value", "식당-주차 가능": "yes"},
+        {"식당-흡연 가능": "no"},  # the domain carries over from the earlier turn
+        {"숙소-주차 가능": "yes"},
+        {"숙소-주차 가능": "dontcare"},  # a gate's decision stands
+        {}]  # a new dialogue has no domain yet
+    assert decisions[0] == {"식당-지역": "value"}  # the gates' decisions are left as they were
+
+
+CONDITION_ONTOLOGY = {"식당-지역": ["none", "서울 동쪽", "서울 서쪽"], "식당-주차 가능": ["none", "dontcare", "yes", "no"],
+                      "숙소-주차 가능": ["none", "dontcare", "yes", "no"]}
+
+
+def parking_now_and_then(count: int, seed: int, every: int, annotated: bool = True) -> list[WosDialogue]:
+    """Restaurant searches by region; every `every`-th one also wishes for parking (in the state only when
+    `annotated`)."""
+    rng = random.Random(seed)
+    dialogues = []
+    for index in range(count):
+        region, parking = rng.choice(["서울 동쪽", "서울 서쪽"]), index % every == 0
+        state = [f"식당-지역-{region}"] + (["식당-주차 가능-yes"] if parking and annotated else [])
+        asked = f"{region}에 주차 가능한 식당을 찾아요." if parking else f"{region}에 있는 식당을 찾아요."
+        turns = [WosTurn("user", asked, sorted(state)), WosTurn("sys", "알겠습니다."),
+                 WosTurn("user", "감사합니다.", sorted(state))]
+        dialogues.append(WosDialogue(f"p{seed}-{index}", turns))
+    return dialogues
+
+
+def test_the_condition_rule_finds_what_one_training_example_cannot_teach_and_cv_chooses_it():
+    train, test = parking_now_and_then(40, seed=1, every=40), parking_now_and_then(16, seed=2, every=2)
+    expected = [[sorted(turn.state) for turn in dialogue.user_turns] for dialogue in test]
+    without = DialogueStateTracker(ontology=CONDITION_ONTOLOGY, context="turn", condition_rule=False)
+    assert without.fit(train, targets(train)).predict(test) != expected
+    chosen = DialogueStateTracker(ontology=CONDITION_ONTOLOGY, context="turn").fit(train, targets(train))
+    assert chosen.condition_rule_ is True and chosen.predict(test) == expected
+
+
+def test_cv_leaves_the_condition_rule_off_where_the_states_never_follow_it():
+    train = parking_now_and_then(40, seed=1, every=3, annotated=False)
+    chosen = DialogueStateTracker(ontology=CONDITION_ONTOLOGY, context="turn").fit(train, targets(train))
+    assert chosen.condition_rule_ is False
+
+
+def test_a_tracker_saved_before_the_condition_rule_is_refused(tmp_path):
+    train = parking_now_and_then(12, seed=1, every=3)
+    model = DialogueStateTracker(ontology=CONDITION_ONTOLOGY, context="turn", none_threshold=0.5,
+                                 condition_rule=False).fit(train, targets(train))
+    del model.condition_rule_
+    train_file = tmp_path / "train.json"
+    train_file.write_text("[]", encoding="utf-8")
+    save_model(tmp_path / "wos.joblib", model, "wos", "rules-lr", [train_file], versions())
+    with pytest.raises(ModelFileError, match="without the yes/no condition rule"):
+        load_model(tmp_path / "wos.joblib", "wos", versions())

@@ -333,6 +333,57 @@ def referenced_value(slot: str, text: str, state: dict[str, str]) -> str | None:
     return None
 
 
+# Yes/no conditions that a user states in passing ('주차 가능한 숙소', '흡연석 있는 곳'): the gates see a few dozen
+# of each in a few hundred dialogues and answer 'none' to most; a cue per condition (the slot's own words and
+# their common synonyms) finds them. Keyed by the slot's name without its domain.
+_CONDITION_CUES = {
+    "주차 가능": r"주차", "인터넷 가능": r"인터넷|와이\s*파이|wi-?fi", "헬스장 유무": r"헬스|피트니스|운동\s*시설",
+    "스파 유무": r"스파|사우나|목욕", "수영장 유무": r"수영", "조식 가능": r"조식|아침\s*(밥|식사)|아침을?\s*(주|제공)",
+    "흡연 가능": r"흡연|담배|금연", "도보 가능": r"도보|걸어|걸을|걷", "경치 좋은": r"경치|전망|풍경|야경|뷰가",
+    "교육적": r"교육", "문화 예술": r"문화|예술", "역사적": r"역사",
+    "주류 판매": r"주류|술\s*(을|도|이)?\s*(팔|파는|판매|마시|마실|먹|되|가능)", "야외석 유무": r"야외|테라스",
+}
+_CONDITION_PATTERNS = {name: re.compile(cue, re.IGNORECASE) for name, cue in _CONDITION_CUES.items()}
+# A condition counts when the clause after it names what is searched for or wishes for it ('... 곳으로',
+# '꼭 있어야'); a question about a place already named ('거기 주차 되나요?') asks, it does not constrain.
+_SEARCHED = re.compile(r"[^.!?]{0,30}?(곳|데|숙소|호텔|모텔|에어비|게스트|호스텔|식당|음식점|주점|카페|관광지|장소|레스토랑|"
+                       r"맛집|한식당|중식당|일식당|양식당|베이커리|좋겠|꼭|있어야|해야|원해|원합|필요|했으면|하면 좋|부탁|찾아|"
+                       r"찾고|찾는|선호)")
+_POINTING = re.compile(r"(거기|그곳|그 곳|여기|이곳|그 호텔|그 숙소|그 식당)[^.!?]*$")
+_NEGATED = re.compile(r"[^.,?!]{0,12}?(않|안\s*(되|돼|나오|하|피|주|파|팔)|없는|없었|없으|없이|못|말고|빼고)")
+_INDIFFERENT = re.compile(r"[^.,?!]{0,10}?(상관\s*없|상관\s*안|무관)")  # dontcare is the gates' to say
+# Words that tell which domain a condition is for, nearest after it first.
+_DOMAIN_CUES = {"숙소": re.compile(r"숙소|호텔|모텔|에어비|게스트|호스텔|묵을|머물|잘\s*곳|방을?"),
+                "식당": re.compile(r"식당|음식점|주점|카페|레스토랑|맛집|한식|중식|일식|양식|베이커리|술집|밥집|먹을"),
+                "관광": re.compile(r"관광|명소|갈\s*곳|가볼|볼\s*곳|공원|박물관|랜드마크|놀\s*곳|구경")}
+
+
+def stated_conditions(text: str) -> dict[str, tuple[str, str | None]]:
+    """The yes/no conditions the text asks for: slot name (without domain) -> ('yes' or 'no', the domain the
+    text names for it, or None). '주차 가능한 숙소' -> {'주차 가능': ('yes', '숙소')}; '비흡연 호텔' -> no."""
+    stated = {}
+    for name, pattern in _CONDITION_PATTERNS.items():
+        for match in pattern.finditer(text):
+            before, after = text[:match.start()], text[match.end():]
+            if _INDIFFERENT.match(after) or not _SEARCHED.match(after) or _POINTING.search(before):
+                continue
+            negated = bool(_NEGATED.match(after)) or (name == "흡연 가능" and (match.group() == "금연"
+                                                                             or before.endswith("비")))
+            stated[name] = ("no" if negated else "yes", _named_domain(text, after))
+    return stated
+
+
+def _named_domain(text: str, after: str) -> str | None:
+    """The domain named nearest after a condition (within its clause's reach), else the first named in the
+    text, else None."""
+    nearest = [(match.start(), domain) for domain, pattern in _DOMAIN_CUES.items()
+               if (match := pattern.search(after[:30]))]
+    if nearest:
+        return min(nearest)[1]
+    anywhere = [(match.start(), domain) for domain, pattern in _DOMAIN_CUES.items() if (match := pattern.search(text))]
+    return min(anywhere)[1] if anywhere else None
+
+
 def slot_dict(state: Sequence[str]) -> dict[str, str]:
     """['식당-지역-서울 동쪽', ...] -> {'식당-지역': '서울 동쪽', ...} (values may hold '-', slots do not)."""
     pairs = (item.split("-", 2) for item in state)
@@ -364,13 +415,14 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
     """Per user turn, a gate per slot (logistic regression on morpheme n-grams of the turn, the system
     turn before it, which slots the rules found values for, and with ``context`` the user's earlier turns)
     says whether the slot is set and to dontcare/yes/no/a value; a value comes from the rules (the turn,
-    then the system turn, then references to other domains). The state carries over; a later value
-    replaces an earlier one.
+    then the system turn, then references to other domains). With ``condition_rule``, a yes/no condition the
+    turn states (a cue word such as 주차 before what is searched for) sets its slot where no gate did. The
+    state carries over; a later value replaces an earlier one.
 
     A gate answers 'none' only when that has at least ``none_threshold`` probability: the gates see far
     more 'none' than anything else, so a plain argmax misses most updates. What is left None of
-    ``none_threshold`` (among THRESHOLDS) and ``context`` (among CONTEXTS) is chosen by joint goal accuracy
-    in a cross-validation over the training dialogues.
+    ``none_threshold`` (among THRESHOLDS), ``context`` (among CONTEXTS) and ``condition_rule`` is chosen by
+    joint goal accuracy in a cross-validation over the training dialogues.
 
     Parameters
     ----------
@@ -387,6 +439,10 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
         previous user turn ('previous'), or those and the content morphemes of every earlier user turn
         ('history': which domain the talk is about, when a turn says only '상관없어요'). None chooses it
         by the cross-validation that chooses none_threshold.
+    condition_rule : bool or None
+        Whether the yes/no conditions a turn states in so many words ('주차 가능한 숙소', '비흡연 호텔') set
+        their slot where no gate does (see stated_conditions): the gates see too few of each to learn them.
+        None chooses it by the cross-validation that chooses none_threshold.
     selection_folds : int
         Folds over the training dialogues for choosing none_threshold and context.
     min_df : int
@@ -404,6 +460,8 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
         The none_threshold in use.
     context_ : str
         The context in use.
+    condition_rule_ : bool
+        Whether the condition rule is in use.
     vectorizer_ : TfidfVectorizer
     gates_ : dict
         slot -> its fitted gate (or the one label it always had in training).
@@ -418,7 +476,7 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
 
     _parameter_constraints = {
         "ontology": [dict, None], "C": [POSITIVE], "none_threshold": [Interval(Real, 0, 1, closed="neither"), None],
-        "context": [StrOptions(set(CONTEXTS)), None],
+        "context": [StrOptions(set(CONTEXTS)), None], "condition_rule": ["boolean", None],
         "selection_folds": [FOLDS], "min_df": [MIN_COUNT],
         "n_jobs": [JOBS, None], "random_state": [SEED],
     }
@@ -426,12 +484,13 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
     THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 
     def __init__(self, *, ontology: dict | None = None, C: float = 64.0, none_threshold: float | None = None,
-                 context: str | None = "history", selection_folds: int = 2, min_df: int = 2, n_jobs: int | None = 2,
-                 random_state: int = 0):
+                 context: str | None = "history", condition_rule: bool | None = None, selection_folds: int = 2,
+                 min_df: int = 2, n_jobs: int | None = 2, random_state: int = 0):
         self.ontology = ontology
         self.C = C
         self.none_threshold = none_threshold
         self.context = context
+        self.condition_rule = condition_rule
         self.selection_folds = selection_folds
         self.min_df = min_df
         self.n_jobs = n_jobs
@@ -459,10 +518,18 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
                 tokens += [f"F:{slot}" for slot in found_user] + [f"FS:{slot}" for slot in found_system]
                 content = morpheme_tokens(analysis, content_only=True)
                 turns.append({"dialogue": index, "text": turn.text, "user": found_user, "system": found_system,
+                              "stated": stated_conditions(turn.text),
                               "tokens": {"turn": tokens, "previous": ["P:" + token for token in previous],
                                          "history": ["H:" + token for token in sorted(history)]}})
                 previous, history = content, history | set(content)
         return turns
+
+    def layout_mismatch(self) -> str | None:
+        """What keeps this fitted tracker from tracking with this version (one saved before the condition
+        rule); None when it can."""
+        if hasattr(self, "gates_") and not hasattr(self, "condition_rule_"):
+            return "this WoS tracker was saved by a version without the yes/no condition rule"
+        return None
 
     def _fit_gates(self, documents: list[list[str]], labels: dict[str, list[str]]) -> tuple:
         vectorizer = TfidfVectorizer(analyzer=_identity, min_df=self.min_df, sublinear_tf=True)
@@ -508,22 +575,23 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
             updates = turn_updates({} if first else states[number - 1], states[number])
             for slot in self.slots_:
                 labels[slot].append(gate_label(updates.get(slot)))
-        self.context_, self.threshold_ = self._select_settings(turns, states, labels)
+        self.context_, self.threshold_, self.condition_rule_ = self._select_settings(turns, states, labels)
         self.vectorizer_, self.gates_ = self._fit_gates(gate_tokens(turns, self.context_), labels)
         return self
 
     def _select_settings(self, turns: list[dict], states: list[dict],
-                         labels: dict[str, list[str]]) -> tuple[str, float]:
-        """The context and none threshold (those not given) with the best joint goal accuracy on held-out
-        training dialogues; among ties, the first in CONTEXTS and THRESHOLDS order."""
+                         labels: dict[str, list[str]]) -> tuple[str, float, bool]:
+        """The context, none threshold and condition rule (those not given) with the best joint goal accuracy
+        on held-out training dialogues; among ties, the first in CONTEXTS, THRESHOLDS and (off, on) order."""
         contexts = CONTEXTS if self.context is None else (self.context,)
         thresholds = self.THRESHOLDS if self.none_threshold is None else (self.none_threshold,)
-        if len(contexts) == len(thresholds) == 1:
-            return contexts[0], float(thresholds[0])
+        rules = (False, True) if self.condition_rule is None else (self.condition_rule,)
+        if len(contexts) == len(thresholds) == len(rules) == 1:
+            return contexts[0], float(thresholds[0]), rules[0]
         dialogues = np.array([turn["dialogue"] for turn in turns])
         folds = list(GroupKFold(n_splits=min(self.selection_folds, len(set(dialogues)))).split(turns,
                                                                                                groups=dialogues))
-        correct = np.zeros((len(contexts), len(thresholds)))
+        correct = np.zeros((len(contexts), len(thresholds), len(rules)))
         for row, context in enumerate(contexts):
             documents = gate_tokens(turns, context)
             for inner_train, inner_test in folds:
@@ -533,11 +601,14 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
                 held_out = [turns[i] for i in inner_test]
                 probabilities = self._gate_probabilities(vectorizer, gates, [documents[i] for i in inner_test])
                 for column, threshold in enumerate(thresholds):
-                    predicted = self._decode(held_out, self._decisions(gates, probabilities, threshold,
-                                                                       len(held_out)))
-                    correct[row, column] += sum(slot_dict(p) == states[i] for p, i in zip(predicted, inner_test))
-        row, column = np.unravel_index(int(np.argmax(correct)), correct.shape)
-        return contexts[row], float(thresholds[column])
+                    decisions = self._decisions(gates, probabilities, threshold, len(held_out))
+                    for layer, rule in enumerate(rules):
+                        predicted = self._decode(held_out, self._with_conditions(held_out, decisions, self.slots_)
+                                                 if rule else decisions)
+                        correct[row, column, layer] += sum(slot_dict(p) == states[i]
+                                                           for p, i in zip(predicted, inner_test))
+        row, column, layer = np.unravel_index(int(np.argmax(correct)), correct.shape)
+        return contexts[row], float(thresholds[column]), rules[layer]
 
     @staticmethod
     def _ontology_from(y, known: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -572,6 +643,27 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
             for number in np.flatnonzero(none < threshold):
                 decisions[number][slot] = best[number]
         return decisions
+
+    @staticmethod
+    def _with_conditions(turns: list[dict], decisions: list[dict[str, str]],
+                         slots: Sequence[str]) -> list[dict[str, str]]:
+        """The gates' decisions with the yes/no conditions each turn states (stated_conditions) added where
+        no gate decided that condition in any domain. The domain is the one the turn names; else the one
+        most of the turn's gate decisions are in; else the last one decided earlier in the dialogue."""
+        known = set(slots)
+        extended, domain = [], None
+        for number, (turn, decision) in enumerate(zip(turns, decisions)):
+            if number == 0 or turns[number - 1]["dialogue"] != turn["dialogue"]:
+                domain = None
+            decided = Counter(slot.split("-", 1)[0] for slot in decision)
+            domain = decided.most_common(1)[0][0] if decided else domain
+            decision = dict(decision)
+            for name, (value, named) in turn["stated"].items():
+                slot = f"{named or domain}-{name}"
+                if slot in known and not any(other.endswith(f"-{name}") for other in decision):
+                    decision[slot] = value
+            extended.append(decision)
+        return extended
 
     @staticmethod
     def _decode(turns: list[dict], decisions: list[dict[str, str]]) -> list[list[str]]:
@@ -628,6 +720,8 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
             return predictions
         probabilities = self._gate_probabilities(self.vectorizer_, self.gates_, gate_tokens(turns, self.context_))
         decisions = self._decisions(self.gates_, probabilities, self.threshold_, len(turns))
+        if self.condition_rule_:
+            decisions = self._with_conditions(turns, decisions, self.slots_)
         for turn, state in zip(turns, self._decode(turns, decisions)):
             predictions[turn["dialogue"]].append(state)
         return predictions
