@@ -1,4 +1,5 @@
-"""DP: the Chu-Liu-Edmonds and Eisner decoders against brute force, and the perceptron parser on planted sentences."""
+"""DP: the Chu-Liu-Edmonds, Eisner and second-order head-final decoders against brute force, and the perceptron
+parser (first and second order) on planted sentences."""
 from __future__ import annotations
 
 import itertools
@@ -12,7 +13,9 @@ from baselines.errors import ModelFileError
 from baselines.persistence import load_model, save_model
 from baselines.tasks.dp import (DpSentence, DpWord, MstParser, eojeol_attributes, is_head_final, is_projective,
                                 targets, tree_problem)
-from baselines.tasks.dp.trees import max_spanning_tree, projective_tree, tree_score
+from baselines.tasks.dp.features import sibling_features, sibling_triples
+from baselines.tasks.dp.parser import sibling_rows
+from baselines.tasks.dp.trees import head_final_sibling_tree, max_spanning_tree, projective_tree, tree_score
 
 
 def is_single_root_tree(heads) -> bool:
@@ -91,6 +94,53 @@ def test_projective_decoder_avoids_forbidden_arcs_and_crossings():
     head_final[0, 5] = 0.0
     heads = projective_tree(head_final)
     assert heads[5] == 0 and all(heads[d] > d for d in range(1, 5))
+
+
+def head_final_trees(size: int):
+    """Every head-final projective tree over words 1..size (heads 1-based, entry 0 unused)."""
+    for chosen in itertools.product(*[range(word + 1, size + 1) for word in range(1, size)]):
+        heads = (0, *chosen, 0)
+        if is_projective(heads[1:]):
+            yield np.array(heads)
+
+
+def second_order_score(scores: np.ndarray, siblings: np.ndarray, heads: np.ndarray) -> float:
+    """A tree's arcs plus, per head, its leftmost dependent's and each neighbouring pair's sibling score."""
+    total = tree_score(scores, heads)
+    for head in range(1, len(heads)):
+        dependents = [0] + [d for d in range(1, len(heads)) if heads[d] == head]
+        total += sum(siblings[head, a, b] for a, b in zip(dependents, dependents[1:]))
+    return total
+
+
+def test_second_order_decoder_finds_the_best_head_final_tree_on_small_cases():
+    rng = np.random.default_rng(17)
+    for size in range(1, 7):
+        for _ in range(25):
+            scores, siblings = rng.normal(size=(size + 1, size + 1)), rng.normal(size=(size + 1,) * 3)
+            heads = head_final_sibling_tree(scores, siblings)
+            assert is_head_final(heads[1:]) and is_projective(heads[1:])
+            best = max(second_order_score(scores, siblings, tree) for tree in head_final_trees(size))
+            assert second_order_score(scores, siblings, heads) == pytest.approx(best)
+
+
+def test_second_order_decoder_without_sibling_scores_is_eisner_on_head_final_arcs():
+    rng = np.random.default_rng(19)
+    for size in (2, 5, 9, 15):
+        scores = rng.normal(size=(size + 1, size + 1))
+        head_final = np.where(np.arange(size + 1)[:, None] > np.arange(size + 1)[None, :], scores, -np.inf)
+        head_final[0, size] = scores[0, size]
+        heads = head_final_sibling_tree(scores, np.zeros((size + 1,) * 3))
+        assert tree_score(head_final, heads) == pytest.approx(tree_score(head_final, projective_tree(head_final)))
+
+
+def test_sibling_rows_are_the_trees_leftmost_dependents_and_neighbouring_pairs():
+    tree = np.array([0, 4, 3, 4, 0])  # 1 <- 4, 2 <- 3, 3 <- 4, 4 <- root
+    heads, outer, inner = sibling_triples(4)
+    features = np.zeros((len(heads), 1), dtype=np.int32)
+    rows = sibling_rows((heads, outer, inner, features), tree)
+    assert sorted(zip(heads[rows].tolist(), outer[rows].tolist(), inner[rows].tolist())) == [
+        (3, 0, 2), (4, 0, 1), (4, 1, 3)]
 
 
 def test_tree_shapes_agree_with_their_definitions():
@@ -222,6 +272,50 @@ def test_the_arc_scorer_shows_its_strongest_features_by_name():
     assert {float(model.weights_[index]) for index in named} >= set(
         weight for section in ("arc scorer: for an arc", "arc scorer: against an arc")
         for _name, weight in sections[section])
+
+
+def planted_clause(guid: str, nouns: list[str]) -> DpSentence:
+    """'N1이 N2를 읽은 N3를 봤다.': the object belongs to the relative clause, the rest to the final verb."""
+    words = [DpWord(f"{nouns[0]}이", f"{nouns[0]} 이", "NNG+JKS", 5, "NP_SBJ"),
+             DpWord(f"{nouns[1]}를", f"{nouns[1]} 를", "NNG+JKO", 3, "NP_OBJ"),
+             DpWord("읽은", "읽 은", "VV+ETM", 4, "VP_MOD"),
+             DpWord(f"{nouns[2]}를", f"{nouns[2]} 를", "NNG+JKO", 5, "NP_OBJ"),
+             DpWord("봤다.", "보 았 다 .", "VV+EP+EF+SF", 0, "VP")]
+    return DpSentence(guid, " ".join(w.form for w in words), words)
+
+
+def test_second_order_parser_learns_sibling_weights_parses_back_and_persists(tmp_path):
+    rng = np.random.default_rng(6)
+    train = [planted_clause(f"p{i}", list(rng.choice(NOUNS, 3, replace=False))) for i in range(30)]
+    model = MstParser(epochs=3, dimension=2 ** 16, order=2, warm_epochs=0).fit(train, targets(train))
+    test = [planted_clause("q", ["선생", "편지", "교실"])]
+    assert model.predict(test)[0] == ([5, 3, 4, 5, 0], ["NP_SBJ", "NP_OBJ", "VP_MOD", "NP_OBJ", "VP"])
+    _heads, _outer, _inner, hashed = sibling_features(model.featurizer_, train[0])
+    assert model.order_ == 2
+    assert np.any(model.weights_[model._slot_index()[hashed]] != 0)  # the sibling features were learnt
+    named = [name for pairs in model.top_features(top_k=100).values() for name, _weight in pairs]
+    assert any(name.startswith(("siblings: ", "leftmost dependent: ")) for name in named)
+    train_file = tmp_path / "train.tsv"
+    train_file.write_text("", encoding="utf-8")
+    save_model(tmp_path / "dp.joblib", model, "dp", "mst", [train_file], versions())
+    loaded, _ = load_model(tmp_path / "dp.joblib", "dp", versions())
+    assert loaded.predict(test) == model.predict(test)
+    del model.order_  # as a parser saved before it had an order
+    save_model(tmp_path / "old.joblib", model, "dp", "mst", [train_file], versions())
+    with pytest.raises(ModelFileError, match="without second-order parsing"):
+        load_model(tmp_path / "old.joblib", "dp", versions())
+
+
+def test_second_order_is_used_only_where_the_learnt_shape_is_head_final_and_projective():
+    rng = np.random.default_rng(8)
+    train = [planted_sentence(f"p{i}", list(rng.choice(NOUNS, 3, replace=False))) for i in range(10)]
+    left = planted_sentence("left", ["학생", "책", "도서관"])
+    left.words[1].head = 1
+    assert MstParser(epochs=1, dimension=2 ** 16, order=2).fit(train, targets(train)).order_ == 2
+    assert MstParser(epochs=1, dimension=2 ** 16, order=1).fit(train, targets(train)).order_ == 1
+    mixed = MstParser(epochs=1, dimension=2 ** 16, order=2).fit(train + [left], targets(train + [left]))
+    free = MstParser(epochs=1, dimension=2 ** 16, order=2, structure="free").fit(train, targets(train))
+    assert mixed.order_ == free.order_ == 1
 
 
 def test_learnt_structure_keeps_predictions_to_the_training_trees_shape():

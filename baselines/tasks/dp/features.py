@@ -108,6 +108,51 @@ class ArcFeaturizer:
         return np.minimum(np.maximum(count, 0), 2).astype(np.uint64)
 
 
+# Sibling templates: attributes of a head (h) and two neighbouring dependents of it, the outer one (a) and the
+# inner one (b). Each is used alone and with the distance between a and b; where b is h's leftmost dependent
+# (no a), the templates are numbered apart and a's attributes are left out.
+SIBLING_TEMPLATES = (
+    (("h", "last_pos"), ("a", "last_pos"), ("b", "last_pos")), (("a", "last_pos"), ("b", "last_pos")),
+    (("h", "last_lemma"), ("a", "last_pos"), ("b", "last_pos")), (("a", "last_lemma"), ("b", "last_pos")),
+    (("a", "last_pos"), ("b", "last_lemma")), (("h", "first_pos"), ("a", "last_pos"), ("b", "last_pos")),
+    (("h", "last_pos"), ("a", "last_lemma"), ("b", "last_pos")),
+    (("h", "last_pos"), ("a", "last_pos"), ("b", "last_lemma")),
+)
+_SIBLING_NUMBERS = len(ARC_TEMPLATES) + 1  # sibling template numbers start after the arc templates'
+
+
+def sibling_triples(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(heads, outer, inner): every head h of a head-final tree over words 1..size with two neighbouring
+    dependents outer < inner < h, and with inner as its leftmost dependent (outer = 0)."""
+    positions = np.arange(size + 1, dtype=np.int32)
+    heads, outer, inner = np.meshgrid(positions, positions, positions, indexing="ij")
+    keep = (outer < inner) & (inner < heads) & (inner >= 1)
+    return heads[keep], outer[keep], inner[keep]
+
+
+def sibling_features(featurizer: "ArcFeaturizer", sentence: DpSentence,
+                     ids: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(heads, outer, inner, feature index matrix): one row per sibling_triples entry, hashed into the same
+    space as the arc features."""
+    heads, outer, inner = sibling_triples(len(sentence.words))
+    ids = featurizer.ids(sentence) if ids is None else ids
+    position = {"h": heads + 1, "a": outer + 1, "b": inner + 1}
+    leftmost = outer == 0
+    spread = np.where(leftmost, 0, _bucket(inner - outer) + 1).astype(np.uint64)
+    columns = []
+    with np.errstate(over="ignore"):  # the hash wraps around on purpose
+        for number, template in enumerate(SIBLING_TEMPLATES):
+            key = np.where(leftmost, _SIBLING_NUMBERS + len(SIBLING_TEMPLATES) + number,
+                           _SIBLING_NUMBERS + number).astype(np.uint64)
+            for who, name in template:
+                values = ids[name][position[who]]
+                key = key * _MULTIPLIER + (np.where(leftmost, np.uint64(0), values) if who == "a" else values)
+            columns.append(key)
+            columns.append(key * _MULTIPLIER + spread + np.uint64(1))
+    features = (np.stack(columns, axis=1) % np.uint64(featurizer.dimension)).astype(np.int32)
+    return heads, outer, inner, features
+
+
 ARC_VARIANTS = 3  # each template's columns: alone, with the arc's shape, with the verbal endings between
 ARC_FEATURES_NAMED = 100  # the strongest arc features a fitted parser names, for and against an arc
 
@@ -139,6 +184,21 @@ def arc_feature_name(rows: list[dict[str, str]], head: int, dependent: int, colu
         between = rows[min(head, dependent) + 1:max(head, dependent)]
         verbal = sum(row["last_pos"] in VERBAL_ENDINGS for row in between)
         name += f", {min(verbal, 2)}{'+' if verbal >= 2 else ''} verbal endings between"
+    return name
+
+
+def sibling_feature_name(rows: list[dict[str, str]], head: int, outer: int, inner: int, column: int) -> str:
+    """The readable name of column `column` of sibling_features for dependents outer < inner of head (outer 0:
+    inner is the leftmost), `rows` as in arc_feature_name: 'siblings: h.last_pos=VV a.last_pos=JKS
+    b.last_pos=JKO, 1 apart'."""
+    template, variant = divmod(column, 2)
+    offsets = {"h": head, "a": outer, "b": inner}
+    parts = [f"{who}.{attribute}={rows[offsets[who]][attribute]}" for who, attribute in SIBLING_TEMPLATES[template]
+             if not (who == "a" and outer == 0)]
+    name = ("leftmost dependent: " if outer == 0 else "siblings: ") + " ".join(parts)
+    if variant == 1 and outer > 0:
+        distance = int(_bucket(np.array([inner - outer]))[0])
+        name += f", {({6: '8-12', 7: '13+'}.get(distance, '5-7' if distance == 5 else str(distance)))} apart"
     return name
 
 

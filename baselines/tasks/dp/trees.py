@@ -1,4 +1,5 @@
-"""Maximum spanning arborescence (Chu-Liu-Edmonds) for dependency parsing, with exactly one root child."""
+"""Tree decoders for dependency parsing: Chu-Liu-Edmonds (any tree), Eisner (projective) and second-order
+head-final projective, each with exactly one root child."""
 from __future__ import annotations
 
 import numpy as np
@@ -144,4 +145,58 @@ def projective_tree(scores: np.ndarray) -> np.ndarray:
             heads[dependent + 1] = head + 1
             middle = split_incomplete[start, end]
             stack += [("complete_right", start, middle), ("complete_left", middle + 1, end)]
+    return heads
+
+
+def head_final_sibling_tree(scores: np.ndarray, siblings: np.ndarray) -> np.ndarray:
+    """Heads (0 = root, entry 0 unused and set to 0) of the highest-scoring head-final projective tree under a
+    second-order model: arc scores scores[h, d] as in max_spanning_tree, plus siblings[h, a, b] for each pair
+    of neighbouring dependents a < b of h (a = 0: b is h's leftmost dependent). Every head is to the right of
+    its dependents, so the last word is the root's only child. O(n^3), as Eisner's second-order algorithm.
+
+    In such a tree a head's nearest dependent is always the word before it, and the dependents are added
+    outwards, each with the one inside it as its sibling. Charts over words 1..n: complete[s, t], the
+    subtree of t covering s..t; outer[r, t], the arc t -> r with the part of t's subtree inside r (r's own
+    subtree excluded). outer[r, t] = arc + max over the next dependent inside, r' (complete[r + 1, r'] +
+    outer[r', t] + siblings[t, r, r']), or r = t - 1 and nothing inside; complete[s, t] = max over t's
+    leftmost dependent r (complete[s, r] + outer[r, t] + siblings[t, 0, r])."""
+    scores = np.asarray(scores, dtype=float)
+    siblings = np.asarray(siblings, dtype=float)
+    size = scores.shape[0] - 1
+    heads = np.zeros(size + 1, dtype=int)
+    if size < 1:
+        return heads
+    complete = np.full((size + 2, size + 1), -np.inf)  # row size + 1: the empty span after the last word
+    complete[np.arange(1, size + 1), np.arange(1, size + 1)] = 0.0
+    outer = np.full((size + 1, size + 1), -np.inf)
+    inner_of = np.full((size + 1, size + 1), -1, dtype=int)  # outer's next dependent inside; -1: none
+    leftmost = np.zeros((size + 1, size + 1), dtype=int)  # complete's leftmost dependent
+    for t in range(2, size + 1):
+        outer[t - 1, t] = scores[t, t - 1]
+        for r in range(t - 2, 0, -1):
+            inside = np.arange(r + 1, t)
+            joined = complete[r + 1, inside] + outer[inside, t] + siblings[t, r, inside]
+            best = int(joined.argmax())
+            outer[r, t] = joined[best] + scores[t, r]
+            inner_of[r, t] = inside[best]
+        starts = np.arange(1, t)
+        # joined[s, r] for s <= r < t: t's leftmost dependent r with its subtree s..r
+        joined = complete[1:t, 1:t] + (outer[1:t, t] + siblings[t, 0, 1:t])[None, :]
+        joined[np.tril_indices(t - 1, -1)] = -np.inf
+        best = joined.argmax(axis=1)
+        complete[starts, t] = joined[starts - 1, best]
+        leftmost[starts, t] = best + 1
+    stack = [("complete", 1, size)]
+    while stack:
+        kind, start, end = stack.pop()
+        if kind == "complete":
+            if start == end:
+                continue
+            dependent = leftmost[start, end]
+        else:
+            dependent = inner_of[start, end]
+            if dependent < 0:
+                continue
+        heads[dependent] = end
+        stack += [("complete", start + 1 if kind == "outer" else start, dependent), ("outer", dependent, end)]
     return heads
