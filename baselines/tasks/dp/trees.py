@@ -166,26 +166,32 @@ def head_final_sibling_tree(scores: np.ndarray, siblings: np.ndarray) -> np.ndar
     heads = np.zeros(size + 1, dtype=int)
     if size < 1:
         return heads
-    complete = np.full((size + 2, size + 1), -np.inf)  # row size + 1: the empty span after the last word
-    complete[np.arange(1, size + 1), np.arange(1, size + 1)] = 0.0
+    complete = np.full((size + 1, size + 1), -np.inf)
+    complete[np.arange(size + 1), np.arange(size + 1)] = 0.0
     outer = np.full((size + 1, size + 1), -np.inf)
     inner_of = np.full((size + 1, size + 1), -1, dtype=int)  # outer's next dependent inside; -1: none
     leftmost = np.zeros((size + 1, size + 1), dtype=int)  # complete's leftmost dependent
-    for t in range(2, size + 1):
-        outer[t - 1, t] = scores[t, t - 1]
-        for r in range(t - 2, 0, -1):
-            inside = np.arange(r + 1, t)
-            joined = complete[r + 1, inside] + outer[inside, t] + siblings[t, r, inside]
-            best = int(joined.argmax())
-            outer[r, t] = joined[best] + scores[t, r]
-            inner_of[r, t] = inside[best]
-        starts = np.arange(1, t)
-        # joined[s, r] for s <= r < t: t's leftmost dependent r with its subtree s..r
-        joined = complete[1:t, 1:t] + (outer[1:t, t] + siblings[t, 0, 1:t])[None, :]
-        joined[np.tril_indices(t - 1, -1)] = -np.inf
+    # Span by span length, all starts at once: a span's parts are all shorter, or (complete's outer part)
+    # of the same length and computed just before it.
+    for length in range(1, size):
+        starts = np.arange(1, size + 1 - length)
+        ends = starts + length
+        if length == 1:
+            outer[starts, ends] = scores[ends, starts]
+        else:
+            inside = starts[:, None] + 1 + np.arange(length - 1)[None, :]
+            joined = (complete[starts[:, None] + 1, inside] + outer[inside, ends[:, None]]
+                      + siblings[ends[:, None], starts[:, None], inside])
+            best = joined.argmax(axis=1)
+            outer[starts, ends] = joined[np.arange(len(starts)), best] + scores[ends, starts]
+            inner_of[starts, ends] = inside[np.arange(len(starts)), best]
+        middle = starts[:, None] + np.arange(length)[None, :]  # the leftmost dependent
+        # Summed in this order, the decoder's first form's: the last bits, and so the ties, stay as recorded.
+        joined = complete[starts[:, None], middle] + (outer[middle, ends[:, None]]
+                                                      + siblings[ends[:, None], 0, middle])
         best = joined.argmax(axis=1)
-        complete[starts, t] = joined[starts - 1, best]
-        leftmost[starts, t] = best + 1
+        complete[starts, ends] = joined[np.arange(len(starts)), best]
+        leftmost[starts, ends] = middle[np.arange(len(starts)), best]
     stack = [("complete", 1, size)]
     while stack:
         kind, start, end = stack.pop()
