@@ -171,14 +171,22 @@ def test_perceptron_parses_planted_sentences_back(tmp_path):
     heads, deprels = model.predict(test)[0]
     assert heads == [4, 4, 4, 0]
     assert deprels == ["NP_SBJ", "NP_OBJ", "NP_AJT", "VP"]
+    # as a parser saved before the weights were kept per used slot
+    assert_persists_and_refused_without(tmp_path, model, test, "arc_slots_",
+                                        "every hashed arc-feature slot; train the model again")
+
+
+def assert_persists_and_refused_without(tmp_path, model: MstParser, test: list, attribute: str, refusal: str):
+    """A saved parser loads and parses as before; saved without `attribute` (as an older version saved it),
+    it is refused with `refusal`."""
     train_file = tmp_path / "train.tsv"
     train_file.write_text("", encoding="utf-8")
     save_model(tmp_path / "dp.joblib", model, "dp", "mst", [train_file], versions())
     loaded, _ = load_model(tmp_path / "dp.joblib", "dp", versions())
     assert loaded.predict(test) == model.predict(test)
-    del model.arc_slots_  # as a parser saved before the weights were kept per used slot
+    delattr(model, attribute)
     save_model(tmp_path / "old.joblib", model, "dp", "mst", [train_file], versions())
-    with pytest.raises(ModelFileError, match="every hashed arc-feature slot; train the model again"):
+    with pytest.raises(ModelFileError, match=refusal):
         load_model(tmp_path / "old.joblib", "dp", versions())
 
 
@@ -295,15 +303,7 @@ def test_second_order_parser_learns_sibling_weights_parses_back_and_persists(tmp
     assert np.any(model.weights_[model._slot_index()[hashed]] != 0)  # the sibling features were learnt
     named = [name for pairs in model.top_features(top_k=100).values() for name, _weight in pairs]
     assert any(name.startswith(("siblings: ", "leftmost dependent: ")) for name in named)
-    train_file = tmp_path / "train.tsv"
-    train_file.write_text("", encoding="utf-8")
-    save_model(tmp_path / "dp.joblib", model, "dp", "mst", [train_file], versions())
-    loaded, _ = load_model(tmp_path / "dp.joblib", "dp", versions())
-    assert loaded.predict(test) == model.predict(test)
-    del model.order_  # as a parser saved before it had an order
-    save_model(tmp_path / "old.joblib", model, "dp", "mst", [train_file], versions())
-    with pytest.raises(ModelFileError, match="without second-order parsing"):
-        load_model(tmp_path / "old.joblib", "dp", versions())
+    assert_persists_and_refused_without(tmp_path, model, test, "order_", "without second-order parsing")
 
 
 def test_second_order_is_used_only_where_the_learnt_shape_is_head_final_and_projective():

@@ -362,26 +362,16 @@ class MstParser(TaskModel, BaseEstimator):
         against, for_ = order[:ARC_FEATURES_NAMED], order[-ARC_FEATURES_NAMED:]
         kept = np.concatenate([against[weights[against] < 0], for_[weights[for_] > 0]])
         names: dict[int, dict[str, None]] = {int(index): {} for index in kept}
-        for sentence, (heads, dependents, features) in zip(records, arcs):
-            hits = np.isin(features, kept)
-            if not hits.any():
-                continue
-            rows = [ROOT] + [self._as_featurized(eojeol_attributes(w)) for w in sentence.words]
-            for column in np.flatnonzero(hits.any(axis=0)):
-                indices, first = np.unique(features[hits[:, column], column], return_index=True)
-                arc_rows = np.flatnonzero(hits[:, column])[first]
-                for index, row in zip(indices, arc_rows):
-                    names[int(index)][arc_feature_name(rows, int(heads[row]), int(dependents[row]), int(column))] = None
-        for sentence, (heads, outer, inner, features) in zip(records, siblings):
-            hits = np.isin(features, kept)
-            if not hits.any():
-                continue
-            rows = [ROOT] + [self._as_featurized(eojeol_attributes(w)) for w in sentence.words]
-            for column in np.flatnonzero(hits.any(axis=0)):
-                indices, first = np.unique(features[hits[:, column], column], return_index=True)
-                for index, row in zip(indices, np.flatnonzero(hits[:, column])[first]):
-                    names[int(index)][sibling_feature_name(rows, int(heads[row]), int(outer[row]), int(inner[row]),
-                                                           int(column))] = None
+        for parts, namer in ((arcs, arc_feature_name), (siblings, sibling_feature_name)):
+            for sentence, (*ends, features) in zip(records, parts):
+                hits = np.isin(features, kept)
+                if not hits.any():
+                    continue
+                rows = [ROOT] + [self._as_featurized(eojeol_attributes(w)) for w in sentence.words]
+                for column in np.flatnonzero(hits.any(axis=0)):
+                    indices, first = np.unique(features[hits[:, column], column], return_index=True)
+                    for index, row in zip(indices, np.flatnonzero(hits[:, column])[first]):
+                        names[int(index)][namer(rows, *(int(end[row]) for end in ends), int(column))] = None
         return [(index, " / ".join(found)) for index, found in names.items() if found]
 
     def _fit_relations(self, records: Sequence[DpSentence]) -> None:
