@@ -130,12 +130,12 @@ def sibling_triples(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return heads[keep], outer[keep], inner[keep]
 
 
-def sibling_features(featurizer: "ArcFeaturizer", sentence: DpSentence,
-                     ids: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def sibling_features(featurizer: "ArcFeaturizer",
+                     sentence: DpSentence) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(heads, outer, inner, feature index matrix): one row per sibling_triples entry, hashed into the same
-    space as the arc features."""
+    space as the arc features; SIBLING_VARIANTS columns per template."""
     heads, outer, inner = sibling_triples(len(sentence.words))
-    ids = featurizer.ids(sentence) if ids is None else ids
+    ids = featurizer.ids(sentence)
     position = {"h": heads + 1, "a": outer + 1, "b": inner + 1}
     leftmost = outer == 0
     spread = np.where(leftmost, 0, _bucket(inner - outer) + 1).astype(np.uint64)
@@ -154,6 +154,7 @@ def sibling_features(featurizer: "ArcFeaturizer", sentence: DpSentence,
 
 
 ARC_VARIANTS = 3  # each template's columns: alone, with the arc's shape, with the verbal endings between
+SIBLING_VARIANTS = 2  # each sibling template's columns: alone, with the distance between the siblings
 ARC_FEATURES_NAMED = 100  # the strongest arc features a fitted parser names, for and against an arc
 
 
@@ -165,6 +166,12 @@ def _padded_value(rows: list[dict[str, str]], position: int, name: str) -> str:
     return "<end>" if position > len(rows) else rows[position - 1][name]
 
 
+def _distance_shown(distance: int) -> str:
+    """A distance as _bucket's bucket of it reads: '1' .. '4', '5-7', '8-12', '13+'."""
+    bucket = int(_bucket(np.array([distance]))[0])
+    return {5: "5-7", 6: "8-12", 7: "13+"}.get(bucket, str(bucket))
+
+
 def arc_feature_name(rows: list[dict[str, str]], head: int, dependent: int, column: int) -> str:
     """The readable name of column `column` of ArcFeaturizer.arcs for the arc head -> dependent, `rows` being
     the root's and the eojeols' attributes: 'h.last_pos=VV d.last_pos=JKS, head right, distance 1'."""
@@ -173,9 +180,7 @@ def arc_feature_name(rows: list[dict[str, str]], head: int, dependent: int, colu
     name = " ".join(f"{who}.{attribute}={_padded_value(rows, offsets[who], attribute)}"
                     for who, attribute in ARC_TEMPLATES[template])
     if variant == 1:
-        distance = int(_bucket(np.array([abs(head - dependent)]))[0])
-        shown = {6: "8-12", 7: "13+"}.get(distance, "5-7" if distance == 5 else str(distance))
-        name += f", head {'right' if head > dependent else 'left'}, distance {shown}"
+        name += f", head {'right' if head > dependent else 'left'}, distance {_distance_shown(abs(head - dependent))}"
         if head == 0:
             name += ", head is the root"
         elif head == len(rows) - 1:
@@ -191,14 +196,13 @@ def sibling_feature_name(rows: list[dict[str, str]], head: int, outer: int, inne
     """The readable name of column `column` of sibling_features for dependents outer < inner of head (outer 0:
     inner is the leftmost), `rows` as in arc_feature_name: 'siblings: h.last_pos=VV a.last_pos=JKS
     b.last_pos=JKO, 1 apart'."""
-    template, variant = divmod(column, 2)
+    template, variant = divmod(column, SIBLING_VARIANTS)
     offsets = {"h": head, "a": outer, "b": inner}
     parts = [f"{who}.{attribute}={rows[offsets[who]][attribute]}" for who, attribute in SIBLING_TEMPLATES[template]
              if not (who == "a" and outer == 0)]
     name = ("leftmost dependent: " if outer == 0 else "siblings: ") + " ".join(parts)
     if variant == 1 and outer > 0:
-        distance = int(_bucket(np.array([inner - outer]))[0])
-        name += f", {({6: '8-12', 7: '13+'}.get(distance, '5-7' if distance == 5 else str(distance)))} apart"
+        name += f", {_distance_shown(inner - outer)} apart"
     return name
 
 
