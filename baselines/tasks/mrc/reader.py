@@ -31,6 +31,7 @@ from baselines.tasks.mrc.decision import CORRECT, UNANSWERABLE, WORDING_COLUMN, 
 from baselines.tasks.mrc.passages import Retrieval, best_retrieval
 from baselines.tasks.mrc.ranking import ListwiseRanker
 from features.analysis import analyze, neighbours
+from features.morphemes import Analysis
 from features.normalize import nfc, nfc_text
 from features.vectorize import neighbour_queries
 
@@ -252,11 +253,14 @@ class SpanRanker(TaskModel, BaseEstimator):
         memory = check_memory(self.memory)
         build = question_view if memory.location is None else memory.cache(question_view)
         retrieval = getattr(self, "retrieval_", Retrieval())  # fit chooses it before it builds views
+
+        def view(question: Analysis, context: Analysis) -> QuestionView:
+            return build(question, context, *settings, related_words(question, self.neighbours), retrieval)
+
         if not memoised:
-            return [build(q, c, *settings, related_words(q, self.neighbours), retrieval)
-                    for q, c in zip(questions, contexts)]
+            return [view(q, c) for q, c in zip(questions, contexts)]
         return [VIEW_MEMO.get((r.question, r.context, self.neighbours, retrieval) + settings,
-                              lambda q=q, c=c: build(q, c, *settings, related_words(q, self.neighbours), retrieval))
+                              lambda q=q, c=c: view(q, c))
                 for r, q, c in zip(records, questions, contexts)]
 
     @staticmethod
