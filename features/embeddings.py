@@ -7,7 +7,7 @@ import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -134,6 +134,11 @@ class MorphemeEmbeddings:
         names = [kiwi.morpheme(row) for row in range(len(vectors))]
         return cls(vectors, [(token.form, str(token.tag)) for token in names])
 
+    def has_vector(self, morpheme: tuple[str, str]) -> bool:
+        """Whether the model has a nonzero row of its own for this (form, Kiwi tag)."""
+        row = self.row_of.get(morpheme)
+        return row is not None and bool(self.square_norms[row])
+
     def similarity(self, first: tuple[str, str], second: tuple[str, str]) -> float | None:
         """The cosine of two morphemes; None when the model has no row for one of them."""
         a, b = self.row_of.get(first), self.row_of.get(second)
@@ -141,6 +146,32 @@ class MorphemeEmbeddings:
             return None
         dot = int(np.dot(self.vectors[a].astype(np.int64), self.vectors[b].astype(np.int64)))
         return dot / math.sqrt(self.square_norms[a] * self.square_norms[b])
+
+    def cosines(self, firsts: Sequence[tuple[str, str]], seconds: Sequence[tuple[str, str]]) -> np.ndarray:
+        """The cosine of every morpheme of `firsts` with every one of `seconds` (rows by columns), computed
+        exactly as `similarity` does; NaN where the model has no row, or a zero vector, for either."""
+        def rows(morphemes):
+            known = np.array([self.has_vector(m) for m in morphemes], dtype=bool)
+            return np.array([self.row_of[m] if k else 0 for m, k in zip(morphemes, known)], dtype=np.int64), known
+
+        (rows_1, known_1), (rows_2, known_2) = rows(firsts), rows(seconds)
+        dots = (self.vectors[rows_1] @ self.vectors[rows_2].T).astype(np.float64)  # integers below 2**24: exact
+        with np.errstate(divide="ignore", invalid="ignore"):
+            result = dots / np.sqrt(np.multiply.outer(self.square_norms[rows_1], self.square_norms[rows_2]))
+        result[~known_1, :] = np.nan
+        result[:, ~known_2] = np.nan
+        return result.reshape(len(firsts), len(seconds))
+
+    def summed_cosine(self, firsts: Sequence[tuple[str, str]], seconds: Sequence[tuple[str, str]]) -> float:
+        """The cosine of the sums of the two lists' vectors (morphemes without a row add nothing), in integers
+        until the last division; 0 when a sum is zero."""
+        def summed(morphemes):
+            rows = [self.row_of[m] for m in morphemes if m in self.row_of]
+            return self.vectors[rows].astype(np.int64).sum(axis=0)
+
+        sum_1, sum_2 = summed(firsts), summed(seconds)
+        norms = int(np.dot(sum_1, sum_1)) * int(np.dot(sum_2, sum_2))
+        return int(np.dot(sum_1, sum_2)) / math.sqrt(norms) if norms else 0.0
 
     def nearest(self, morphemes: Iterable[tuple[str, str]], top_n: int,
                 advance: Advance | None = None) -> dict[tuple[str, str], tuple]:

@@ -1,10 +1,12 @@
 """Features of a sentence pair (STS, NLI): overlaps, soft alignment, cue mismatches, what a hypothesis adds."""
 from __future__ import annotations
 
-from features.analysis import neighbours
+import numpy as np
+
+from features.analysis import analyzer, neighbours
 from features.morphemes import Analysis
 from features.tags import to_sejong
-from features.vectorize import morpheme_tokens, neighbour_queries
+from features.vectorize import CONTENT_TAGS, morpheme_tokens, neighbour_queries
 
 # Morphemes that negate or forbid (안/못 + predicate, -지 않다/못하다/말다, 없다, 아니다, 금지, 불가).
 NEGATION_FORMS = frozenset({"않", "안", "못", "없", "아니", "말", "금지", "불가", "불가능", "아무"})
@@ -83,6 +85,41 @@ def overlap_features(first: Analysis, second: Analysis) -> dict[str, float]:
         features[f"{name}_in_1"] = float(bool(cues_1))
         features[f"{name}_in_2"] = float(bool(cues_2))
         features[f"{name}_mismatch"] = float(cues_1 != cues_2)
+    return features
+
+
+EMBEDDING_FEATURES = ("embedding_align_1_to_2", "embedding_align_2_to_1", "embedding_least_aligned",
+                      "embedding_sentence_cosine", "embedding_known_share")
+
+
+def content_morphemes(analysis: Analysis) -> list[tuple[str, str]]:
+    """The distinct content morphemes as (form, Kiwi tag), the keys of Kiwi's embeddings, in text order."""
+    return list(dict.fromkeys((form, tag) for form, tag in zip(analysis.forms, analysis.tags)
+                              if to_sejong(tag) in CONTENT_TAGS))
+
+
+def embedding_alignment(first: Analysis, second: Analysis) -> dict[str, float]:
+    """How near the two sentences' content morphemes are in Kiwi's language model, where overlap sees only
+    the same words (숙소 and 호텔, 저렴 and 싸): each morpheme's best cosine on the other side, averaged either
+    way, and the lowest (the word the other sentence has least of); the cosine of the two sentences' summed
+    vectors; the share of content morphemes with a vector. 0 where one side has none."""
+    table = analyzer().embeddings
+    morphemes_1, morphemes_2 = content_morphemes(first), content_morphemes(second)
+    similar = table.cosines(morphemes_1, morphemes_2)
+    known_1 = np.array([table.has_vector(m) for m in morphemes_1], dtype=bool)
+    known_2 = np.array([table.has_vector(m) for m in morphemes_2], dtype=bool)
+    total = len(morphemes_1) + len(morphemes_2)
+    features = dict.fromkeys(EMBEDDING_FEATURES, 0.0)
+    features["embedding_known_share"] = (int(known_1.sum()) + int(known_2.sum())) / total if total else 0.0
+    if not known_1.any() or not known_2.any():
+        return features
+    similar = similar[np.ix_(known_1, known_2)]
+    best_1, best_2 = similar.max(axis=1), similar.max(axis=0)
+    features["embedding_align_1_to_2"] = float(best_1.mean())
+    features["embedding_align_2_to_1"] = float(best_2.mean())
+    features["embedding_least_aligned"] = float(min(best_1.min(), best_2.min()))
+    features["embedding_sentence_cosine"] = table.summed_cosine(
+        [m for m, known in zip(morphemes_1, known_1) if known], [m for m, known in zip(morphemes_2, known_2) if known])
     return features
 
 

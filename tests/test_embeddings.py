@@ -70,6 +70,19 @@ def test_ties_are_ordered_by_row_and_rows_without_a_form_are_never_neighbours():
     assert table.similarity(("a", "NNG"), ("", "NNP")) is None  # a stand-in row has no name to ask by
 
 
+def test_cosines_and_summed_cosine_are_the_exact_cosines_and_nan_or_nothing_without_a_vector():
+    vectors = np.array([[3, 4], [4, 3], [0, 0], [-3, -4]], dtype=np.int8)
+    table = MorphemeEmbeddings(vectors, [("a", "NNG"), ("b", "NNG"), ("z", "NNG"), ("m", "VV")])
+    matrix = table.cosines([("a", "NNG"), ("zz", "NNG"), ("z", "NNG")], [("b", "NNG"), ("m", "VV")])
+    assert matrix.shape == (3, 2)
+    assert matrix[0].tolist() == [24 / 25, -1.0]
+    assert np.isnan(matrix[1:]).all()  # no row, and a zero vector
+    assert table.cosines([], [("a", "NNG")]).shape == (0, 1)
+    # (3, 4) + (4, 3) = (7, 7) against (-3, -4): -49 / (sqrt(98) * 5)
+    assert table.summed_cosine([("a", "NNG"), ("b", "NNG"), ("zz", "NNG")], [("m", "VV")]) == -49 / np.sqrt(98 * 25)
+    assert table.summed_cosine([("zz", "NNG")], [("a", "NNG")]) == 0.0
+
+
 @pytest.fixture(scope="module")
 def kiwi_table():
     analyzer = MorphemeAnalyzer(use_cache=False)

@@ -18,7 +18,8 @@ from features import analysis as analysis_layer
 from features.analysis import MorphemeAnalyzer, analyze
 from features.cache import CacheWarning
 from features.morphemes import Analysis, eojeol_spans
-from features.pairs import hypothesis_marks, neighbour_alignment
+from features.pairs import (EMBEDDING_FEATURES, embedding_alignment, hypothesis_marks, neighbour_alignment,
+                            overlap_features)
 from baselines.tasks.mrc.passages import matched_share, sentence_ids
 from features.tags import to_sejong
 from features.vectorize import Analyse, CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, morpheme_tokens
@@ -303,3 +304,18 @@ def test_neighbour_alignment_pairs_a_new_word_with_its_nearest_premise_word():
     assert apart["unaligned=파산/NNG"] == 1.0 and apart["unaligned_count=1"] == 1.0
     assert apart["least_aligned_similarity"] == 1.0  # nothing aligned
     assert neighbour_alignment(premise, premise, 20) == {"unaligned_count=0": 1.0, "least_aligned_similarity": 1.0}
+
+
+def test_embedding_alignment_sees_near_words_that_overlap_does_not():
+    stay, hotel, flight = analyze(["숙소가 정말 깨끗하고 저렴했어요.", "호텔이 아주 청결하고 싸요.", "비행기가 늦게 도착했다."])
+    near, far = embedding_alignment(stay, hotel), embedding_alignment(stay, flight)
+    assert overlap_features(stay, hotel)["content_jaccard"] == 0.0  # no word in common
+    assert set(near) == set(EMBEDDING_FEATURES)
+    for name in ("embedding_align_1_to_2", "embedding_align_2_to_1", "embedding_least_aligned",
+                 "embedding_sentence_cosine"):
+        assert far[name] < near[name] < 1.0
+    same = embedding_alignment(stay, stay)
+    assert same["embedding_align_1_to_2"] == same["embedding_least_aligned"] == 1.0
+    assert same["embedding_known_share"] == 1.0
+    (empty,) = analyze(["!!"])  # punctuation only: no content morpheme
+    assert embedding_alignment(empty, stay) == {**dict.fromkeys(EMBEDDING_FEATURES, 0.0), "embedding_known_share": 1.0}

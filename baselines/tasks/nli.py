@@ -27,8 +27,8 @@ from baselines.taskspec import (ModelEntry, TaskSpec, align_predictions, check_g
 from features.analysis import analyze
 from features.morphemes import Analysis
 from features.normalize import nfc_fields
-from features.pairs import (NEGATION_FORMS, QUANTITY_FORMS, TIME_FORMS, content_forms, hypothesis_marks,
-                            neighbour_alignment, overlap_features)
+from features.pairs import (EMBEDDING_FEATURES, NEGATION_FORMS, QUANTITY_FORMS, TIME_FORMS, content_forms,
+                            embedding_alignment, hypothesis_marks, neighbour_alignment, overlap_features)
 from features.vectorize import CharacterNgrams, MorphemeNgrams, prefetch_neighbours
 
 LABELS = ("entailment", "neutral", "contradiction")
@@ -143,7 +143,8 @@ class MostFrequentInference(TaskModel, DummyClassifier):
 class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimator):
     """TF-IDF of premise and of hypothesis (morpheme n-grams, and the hypothesis's character n-grams) plus
     pair features (what the hypothesis adds or drops and where, substitution pairs, its new words aligned to
-    the premise through Kiwi's language model, overlap ratios, negation/quantity/time/number cues)
+    the premise through Kiwi's language model, how near its words are to the premise's in Kiwi's embeddings,
+    overlap ratios, negation/quantity/time/number cues)
     -> multinomial logistic regression; then, with stack_folds, gradient boosting over the regression's
     out-of-fold probabilities and the dense pair features.
 
@@ -168,6 +169,11 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
     stack_folds : int
         Folds (whole premises in each) of the out-of-fold probabilities that the gradient boosting stage
         learns from; 0 or 1: the logistic regression decides alone.
+    embedding_alignment : bool
+        Add features.pairs.embedding_alignment (how near the hypothesis's content morphemes are to the
+        premise's in Kiwi's CoNg embeddings, and back) to the pair features of both stages. By 3-fold CV on
+        the training pairs: accuracy 69.14 without, 69.43 with, higher in each fold
+        (results/tuning/nli-tfidf-lr-embedding-alignment.json).
     n_jobs : int or None
         Processes that fit the logistic regression and its out-of-fold copies (the same models in any
         number; None is one).
@@ -197,13 +203,14 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
     _parameter_constraints = {
         "C": [POSITIVE], "ngram_range": [NGRAM_RANGE], "char_ngrams": [NGRAM_RANGE, None], "min_df": [MIN_COUNT],
         "cross_weight": [NON_NEGATIVE], "marks": ["boolean"], "neighbours": [NEIGHBOURS],
-        "stack_folds": [*FOLDS_OR_OFF],
+        "stack_folds": [*FOLDS_OR_OFF], "embedding_alignment": ["boolean"],
         "n_jobs": [JOBS, None], "max_iter": [ITERATIONS], "random_state": [SEED],
     }
 
     def __init__(self, *, C: float = 0.25, ngram_range: tuple[int, int] = (1, 2),
                  char_ngrams: tuple[int, int] | None = None, min_df: int = 2, cross_weight: float = 1.0,
-                 marks: bool = True, neighbours: int = 20, stack_folds: int = 3, n_jobs: int | None = 2,
+                 marks: bool = True, neighbours: int = 20, stack_folds: int = 3, embedding_alignment: bool = True,
+                 n_jobs: int | None = 2,
                  max_iter: int = 500, random_state: int = 0):
         self.C = C
         self.ngram_range = ngram_range
@@ -213,6 +220,7 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
         self.marks = marks
         self.neighbours = neighbours
         self.stack_folds = stack_folds
+        self.embedding_alignment = embedding_alignment
         self.n_jobs = n_jobs
         self.max_iter = max_iter
         self.random_state = random_state
@@ -236,6 +244,10 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
             features.update(alignment)
             dense += [alignment["least_aligned_similarity"]]
             dense += [alignment.get(f"unaligned_count={count}", 0.0) for count in range(6)]
+        if self.embedding_alignment:
+            near = embedding_alignment(premise, hypothesis)
+            features.update(near)
+            dense += [near[name] for name in EMBEDDING_FEATURES]
         return features, dense
 
     def _tfidf(self, analyser) -> TfidfVectorizer:
@@ -307,6 +319,13 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
                                                            random_state=self.random_state)
             self.stacker_.fit(stacker_inputs(out_of_fold, dense), gold)
         return self
+
+    def layout_mismatch(self) -> str | None:
+        """What keeps this fitted model from predicting with this version (one saved before the embedding
+        features, whose boosting stage reads fewer columns); None when it can."""
+        if hasattr(self, "classifier_") and not hasattr(self, "embedding_alignment"):
+            return "this NLI model was saved by a version without the embedding features"
+        return None
 
     def _explained_names(self) -> list[str]:
         names = ([f"premise__{name}" for name in self.premise_vectorizer_.get_feature_names_out()]

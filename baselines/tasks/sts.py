@@ -25,7 +25,7 @@ from baselines.report import Comparison
 from baselines.taskspec import ModelEntry, TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze
 from features.normalize import nfc_fields
-from features.pairs import overlap_features
+from features.pairs import EMBEDDING_FEATURES, embedding_alignment, overlap_features
 from features.vectorize import CharacterNgrams, MorphemeNgrams
 
 
@@ -168,9 +168,9 @@ def _row_cosines(first, second) -> np.ndarray:
 
 class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
     """Sentence-pair similarity features (TF-IDF cosines at morpheme and character level, LSA cosine,
-    content overlaps, soft alignment, length ratios, cue mismatches, the source's domain and how the pair was
-    made) -> gradient boosting regression of the 0-5 score, shifted by the amount that maximises binary F1
-    in a cross-validation on the training pairs.
+    content overlaps, soft alignment, alignment in Kiwi's embeddings, length ratios, cue mismatches, the
+    source's domain and how the pair was made) -> gradient boosting regression of the 0-5 score, shifted by
+    the amount that maximises binary F1 in a cross-validation on the training pairs.
 
     Parameters
     ----------
@@ -180,6 +180,11 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
         Those of the HistGradientBoostingRegressor.
     shift_folds : int
         Folds of the cross-validation that picks the F1 shift; 0 or 1: no shift.
+    embedding_alignment : bool
+        Add features.pairs.embedding_alignment (each content morpheme's best cosine on the other side in
+        Kiwi's CoNg embeddings, both ways and the lowest, and the summed vectors' cosine). By 3-fold CV on
+        the training pairs: Pearson r 96.35 without, 96.40 with, higher in each fold
+        (results/tuning/sts-features-gbr-embedding-alignment.json).
     random_state : int
 
     Attributes
@@ -206,18 +211,27 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
         "svd_components": [Interval(Integral, 1, 1000, closed="both")], "learning_rate": [POSITIVE],
         "max_iter": [ITERATIONS], "max_leaf_nodes": [Interval(Integral, 2, 4096, closed="both")],
         "min_samples_leaf": [Interval(Integral, 1, 10_000, closed="both")],
-        "shift_folds": [*FOLDS_OR_OFF], "random_state": [SEED],
+        "shift_folds": [*FOLDS_OR_OFF], "embedding_alignment": ["boolean"], "random_state": [SEED],
     }
 
     def __init__(self, *, svd_components: int = 150, learning_rate: float = 0.05, max_iter: int = 400,
-                 max_leaf_nodes: int = 31, min_samples_leaf: int = 20, shift_folds: int = 3, random_state: int = 0):
+                 max_leaf_nodes: int = 31, min_samples_leaf: int = 20, shift_folds: int = 3,
+                 embedding_alignment: bool = True, random_state: int = 0):
         self.svd_components = svd_components
         self.learning_rate = learning_rate
         self.max_iter = max_iter
         self.max_leaf_nodes = max_leaf_nodes
         self.min_samples_leaf = min_samples_leaf
         self.shift_folds = shift_folds
+        self.embedding_alignment = embedding_alignment
         self.random_state = random_state
+
+    def layout_mismatch(self) -> str | None:
+        """What keeps this fitted model from predicting with this version (one saved before the embedding
+        features, whose regressor reads fewer columns); None when it can."""
+        if hasattr(self, "regressor_") and not hasattr(self, "embedding_alignment"):
+            return "this STS model was saved by a version without the embedding features"
+        return None
 
     def _features(self, records: Sequence[StsExample], fit: bool) -> np.ndarray:
         analyses = analyze([t for r in records for t in (r.sentence1, r.sentence2)])
@@ -235,6 +249,9 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
         overlaps = [overlap_features(a, b) for a, b in zip(first, second)]
         names = sorted(overlaps[0]) if overlaps else []
         columns.extend(np.array([o[name] for o in overlaps]) for name in names)
+        if self.embedding_alignment:
+            aligned = [embedding_alignment(a, b) for a, b in zip(first, second)]
+            columns.extend(np.array([a[name] for a in aligned]) for name in EMBEDDING_FEATURES)
         parts = [source_parts(r.source) for r in records]
         if fit:
             self.domains_ = sorted({domain for domain, _ in parts})
