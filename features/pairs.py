@@ -1,8 +1,6 @@
 """Features of a sentence pair (STS, NLI): overlaps, soft alignment, cue mismatches, what a hypothesis adds."""
 from __future__ import annotations
 
-import numpy as np
-
 from features.analysis import analyzer, neighbours
 from features.morphemes import Analysis
 from features.tags import to_sejong
@@ -105,21 +103,19 @@ def embedding_alignment(first: Analysis, second: Analysis) -> dict[str, float]:
     vectors; the share of content morphemes with a vector. 0 where one side has none."""
     table = analyzer().embeddings
     morphemes_1, morphemes_2 = content_morphemes(first), content_morphemes(second)
-    similar = table.cosines(morphemes_1, morphemes_2)
-    known_1 = np.array([table.has_vector(m) for m in morphemes_1], dtype=bool)
-    known_2 = np.array([table.has_vector(m) for m in morphemes_2], dtype=bool)
+    known_1 = [m for m in morphemes_1 if table.has_vector(m)]
+    known_2 = [m for m in morphemes_2 if table.has_vector(m)]
     total = len(morphemes_1) + len(morphemes_2)
     features = dict.fromkeys(EMBEDDING_FEATURES, 0.0)
-    features["embedding_known_share"] = (int(known_1.sum()) + int(known_2.sum())) / total if total else 0.0
-    if not known_1.any() or not known_2.any():
+    features["embedding_known_share"] = (len(known_1) + len(known_2)) / total if total else 0.0
+    if not known_1 or not known_2:
         return features
-    similar = similar[np.ix_(known_1, known_2)]
+    similar = table.cosines(known_1, known_2)
     best_1, best_2 = similar.max(axis=1), similar.max(axis=0)
     features["embedding_align_1_to_2"] = float(best_1.mean())
     features["embedding_align_2_to_1"] = float(best_2.mean())
     features["embedding_least_aligned"] = float(min(best_1.min(), best_2.min()))
-    features["embedding_sentence_cosine"] = table.summed_cosine(
-        [m for m, known in zip(morphemes_1, known_1) if known], [m for m, known in zip(morphemes_2, known_2) if known])
+    features["embedding_sentence_cosine"] = table.summed_cosine(known_1, known_2)
     return features
 
 
