@@ -86,8 +86,15 @@ def overlap_features(first: Analysis, second: Analysis) -> dict[str, float]:
     return features
 
 
+# Content morphemes by kind: a pair can share its nouns and differ in its predicate (or the reverse).
+EMBEDDING_KINDS = {"noun": frozenset({"NNG", "NNP", "NR", "NP", "SL", "SH", "SN", "XR"}),
+                   "predicate": frozenset({"VV", "VA"})}
+UNALIGNED_BELOW = (0.4, 0.6)  # cosines under which a morpheme has no near word on the other side
 EMBEDDING_FEATURES = ("embedding_align_1_to_2", "embedding_align_2_to_1", "embedding_least_aligned",
-                      "embedding_sentence_cosine", "embedding_known_share")
+                      "embedding_sentence_cosine", "embedding_known_share",
+                      *(f"embedding_unaligned_below_{cut}" for cut in UNALIGNED_BELOW),
+                      *(f"embedding_{kind}_{name}" for kind in EMBEDDING_KINDS
+                        for name in ("least_aligned", "mean_aligned", "on_one_side")))
 
 
 def content_morphemes(analysis: Analysis) -> list[tuple[str, str]]:
@@ -99,8 +106,10 @@ def content_morphemes(analysis: Analysis) -> list[tuple[str, str]]:
 def embedding_alignment(first: Analysis, second: Analysis) -> dict[str, float]:
     """How near the two sentences' content morphemes are in Kiwi's language model, where overlap sees only
     the same words (숙소 and 호텔, 저렴 and 싸): each morpheme's best cosine on the other side, averaged either
-    way, and the lowest (the word the other sentence has least of); the cosine of the two sentences' summed
-    vectors; the share of content morphemes with a vector. 0 where one side has none."""
+    way, and the lowest (the word the other sentence has least of); how many have no near word (best cosine
+    under each of UNALIGNED_BELOW); the lowest and the mean best cosine among nouns and among predicates
+    alone, or that only one side has that kind; the cosine of the two sentences' summed vectors; the share
+    of content morphemes with a vector. 0 where one side has none."""
     table = analyzer().embeddings
     morphemes_1, morphemes_2 = content_morphemes(first), content_morphemes(second)
     known_1 = [m for m in morphemes_1 if table.has_vector(m)]
@@ -116,6 +125,18 @@ def embedding_alignment(first: Analysis, second: Analysis) -> dict[str, float]:
     features["embedding_align_2_to_1"] = float(best_2.mean())
     features["embedding_least_aligned"] = float(min(best_1.min(), best_2.min()))
     features["embedding_sentence_cosine"] = table.summed_cosine(known_1, known_2)
+    for cut in UNALIGNED_BELOW:
+        features[f"embedding_unaligned_below_{cut}"] = float((best_1 < cut).sum() + (best_2 < cut).sum())
+    for kind, tags in EMBEDDING_KINDS.items():
+        kind_1 = [m for m in known_1 if to_sejong(m[1]) in tags]
+        kind_2 = [m for m in known_2 if to_sejong(m[1]) in tags]
+        if kind_1 and kind_2:
+            similar = table.cosines(kind_1, kind_2)
+            best_1, best_2 = similar.max(axis=1), similar.max(axis=0)
+            features[f"embedding_{kind}_least_aligned"] = float(min(best_1.min(), best_2.min()))
+            features[f"embedding_{kind}_mean_aligned"] = float((best_1.mean() + best_2.mean()) / 2)
+        elif kind_1 or kind_2:
+            features[f"embedding_{kind}_on_one_side"] = 1.0
     return features
 
 

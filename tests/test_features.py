@@ -314,6 +314,12 @@ def test_embedding_alignment_sees_near_words_that_overlap_does_not():
     for name in ("embedding_align_1_to_2", "embedding_align_2_to_1", "embedding_least_aligned",
                  "embedding_sentence_cosine"):
         assert far[name] < near[name] < 1.0
+    assert far["embedding_unaligned_below_0.6"] > near["embedding_unaligned_below_0.6"] == 0
+    assert near["embedding_predicate_mean_aligned"] > far["embedding_predicate_mean_aligned"] > 0
+    noun_only, with_predicate = analyze(["숙소 사진", "숙소 사진이 좋다."])
+    apart = embedding_alignment(noun_only, with_predicate)
+    assert apart["embedding_noun_least_aligned"] == 1.0 and apart["embedding_noun_on_one_side"] == 0.0
+    assert apart["embedding_predicate_on_one_side"] == 1.0 and apart["embedding_predicate_mean_aligned"] == 0.0
     same = embedding_alignment(stay, stay)
     assert same["embedding_align_1_to_2"] == same["embedding_least_aligned"] == 1.0
     assert same["embedding_known_share"] == 1.0
