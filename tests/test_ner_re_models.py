@@ -10,6 +10,7 @@ import pytest
 from baselines.driver import versions
 from baselines.persistence import load_model, save_model
 from baselines.registry import get_task
+from baselines.tuning import fold_splits
 from baselines.tasks.ner import (CharacterCRF, NerSentence, character_features, iobes_to_iob2,
                                  jackknifed_type_features, morpheme_types, most_probable_iob2, repair_iob2,
                                  to_iobes)
@@ -176,6 +177,13 @@ def test_entity_surface_and_typed_words():
     near = pair_features(record, analysis, morpheme_neighbours=neighbour_tokens(analysis, 10))
     assert "object_neighbour=회장/NNG|POH" in near
     assert {name.split("|")[1] for name in near if name.startswith("subject_neighbour=")} == {"ORG"}
+
+
+def test_relation_folds_keep_the_pairs_of_a_sentence_together():
+    records = [ReExample(f"r{i}", f"문장 {i // 3}", Entity("문장", 0, 1, "ORG"), Entity(str(i // 3), 3, 3, "NOH"))
+               for i in range(30)]  # three pairs per sentence
+    for train, held_out in fold_splits(get_task("re"), records, 5, seed=0):
+        assert not {records[i].sentence for i in train} & {records[i].sentence for i in held_out}
 
 
 def _relation_list(tmp_path):
