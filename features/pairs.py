@@ -92,7 +92,7 @@ EMBEDDING_KINDS = {"noun": frozenset({"NNG", "NNP", "NR", "NP", "SL", "SH", "SN"
 UNALIGNED_BELOW = (0.4, 0.6)  # cosines under which a morpheme has no near word on the other side
 EMBEDDING_FEATURES = ("embedding_align_1_to_2", "embedding_align_2_to_1", "embedding_least_aligned",
                       "embedding_sentence_cosine", "embedding_known_share",
-                      *(f"embedding_unaligned_below_{cut}" for cut in UNALIGNED_BELOW),
+                      *(f"embedding_unaligned_share_below_{cut}" for cut in UNALIGNED_BELOW),
                       *(f"embedding_{kind}_{name}" for kind in EMBEDDING_KINDS
                         for name in ("least_aligned", "mean_aligned", "on_one_side")))
 
@@ -106,8 +106,8 @@ def content_morphemes(analysis: Analysis) -> list[tuple[str, str]]:
 def embedding_alignment(first: Analysis, second: Analysis) -> dict[str, float]:
     """How near the two sentences' content morphemes are in Kiwi's language model, where overlap sees only
     the same words (숙소 and 호텔, 저렴 and 싸): each morpheme's best cosine on the other side, averaged either
-    way, and the lowest (the word the other sentence has least of); how many have no near word (best cosine
-    under each of UNALIGNED_BELOW); the lowest and the mean best cosine among nouns and among predicates
+    way, and the lowest (the word the other sentence has least of); the share that have no near word (best
+    cosine under each of UNALIGNED_BELOW); the lowest and the mean best cosine among nouns and among predicates
     alone, or that only one side has that kind; the cosine of the two sentences' summed vectors; the share
     of content morphemes with a vector. 0 where one side has none."""
     table = analyzer().embeddings
@@ -125,8 +125,9 @@ def embedding_alignment(first: Analysis, second: Analysis) -> dict[str, float]:
     features["embedding_align_2_to_1"] = float(best_2.mean())
     features["embedding_least_aligned"] = float(min(best_1.min(), best_2.min()))
     features["embedding_sentence_cosine"] = table.summed_cosine(known_1, known_2)
-    for cut in UNALIGNED_BELOW:
-        features[f"embedding_unaligned_below_{cut}"] = float((best_1 < cut).sum() + (best_2 < cut).sum())
+    for cut in UNALIGNED_BELOW:  # a share, not a count: a linear model reads these beside values in [0, 1]
+        features[f"embedding_unaligned_share_below_{cut}"] = ((best_1 < cut).sum() + (best_2 < cut).sum()) / (
+            len(best_1) + len(best_2))
     for kind, tags in EMBEDDING_KINDS.items():
         kind_1 = [m for m in known_1 if to_sejong(m[1]) in tags]
         kind_2 = [m for m in known_2 if to_sejong(m[1]) in tags]
