@@ -172,7 +172,7 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
     embedding_alignment : bool
         Add features.pairs.embedding_alignment (how near the hypothesis's content morphemes are to the
         premise's in Kiwi's CoNg embeddings, and back) to the pair features of both stages. By 3-fold CV on
-        the training pairs: accuracy 69.14 without, 69.49 with, higher in each fold
+        the training pairs: accuracy 69.14 without, 69.34 with, higher in two folds of three
         (results/tuning/nli-tfidf-lr-embedding-alignment.json).
     n_jobs : int or None
         Processes that fit the logistic regression and its out-of-fold copies (the same models in any
