@@ -1,4 +1,4 @@
-"""Features of a sentence pair (STS, NLI): overlaps, soft alignment, cue mismatches, what a hypothesis adds."""
+"""Sentence-pair features (STS, NLI): overlaps, soft and embedding alignment, cue mismatches, what a hypothesis adds."""
 from __future__ import annotations
 
 from features.analysis import analyzer, neighbours

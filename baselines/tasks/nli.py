@@ -210,8 +210,7 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
     def __init__(self, *, C: float = 0.25, ngram_range: tuple[int, int] = (1, 2),
                  char_ngrams: tuple[int, int] | None = None, min_df: int = 2, cross_weight: float = 1.0,
                  marks: bool = True, neighbours: int = 20, stack_folds: int = 3, embedding_alignment: bool = True,
-                 n_jobs: int | None = 2,
-                 max_iter: int = 500, random_state: int = 0):
+                 n_jobs: int | None = 2, max_iter: int = 500, random_state: int = 0):
         self.C = C
         self.ngram_range = ngram_range
         self.char_ngrams = char_ngrams
