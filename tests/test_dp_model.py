@@ -8,14 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from baselines.driver import versions
-from baselines.errors import ModelFileError
-from baselines.persistence import load_model, save_model
 from baselines.tasks.dp import (DpSentence, DpWord, MstParser, eojeol_attributes, is_head_final, is_projective,
                                 targets, tree_problem)
 from baselines.tasks.dp.features import sibling_features, sibling_triples
 from baselines.tasks.dp.parser import sibling_rows
 from baselines.tasks.dp.trees import head_final_sibling_tree, max_spanning_tree, projective_tree, tree_score
+from model_files import assert_persists_and_refused_without
 
 
 def is_single_root_tree(heads) -> bool:
@@ -172,22 +170,8 @@ def test_perceptron_parses_planted_sentences_back(tmp_path):
     assert heads == [4, 4, 4, 0]
     assert deprels == ["NP_SBJ", "NP_OBJ", "NP_AJT", "VP"]
     # as a parser saved before the weights were kept per used slot
-    assert_persists_and_refused_without(tmp_path, model, test, "arc_slots_",
+    assert_persists_and_refused_without(tmp_path, model, "dp", "mst", test, "arc_slots_",
                                         "every hashed arc-feature slot; train the model again")
-
-
-def assert_persists_and_refused_without(tmp_path, model: MstParser, test: list, attribute: str, refusal: str):
-    """A saved parser loads and parses as before; saved without `attribute` (as an older version saved it),
-    it is refused with `refusal`."""
-    train_file = tmp_path / "train.tsv"
-    train_file.write_text("", encoding="utf-8")
-    save_model(tmp_path / "dp.joblib", model, "dp", "mst", [train_file], versions())
-    loaded, _ = load_model(tmp_path / "dp.joblib", "dp", versions())
-    assert loaded.predict(test) == model.predict(test)
-    delattr(model, attribute)
-    save_model(tmp_path / "old.joblib", model, "dp", "mst", [train_file], versions())
-    with pytest.raises(ModelFileError, match=refusal):
-        load_model(tmp_path / "old.joblib", "dp", versions())
 
 
 def test_the_parser_keeps_weights_only_for_slots_that_have_one_and_scores_as_with_all_slots():
@@ -303,7 +287,7 @@ def test_second_order_parser_learns_sibling_weights_parses_back_and_persists(tmp
     assert np.any(model.weights_[model._slot_index()[hashed]] != 0)  # the sibling features were learnt
     named = [name for pairs in model.top_features(top_k=100).values() for name, _weight in pairs]
     assert any(name.startswith(("siblings: ", "leftmost dependent: ")) for name in named)
-    assert_persists_and_refused_without(tmp_path, model, test, "order_", "without second-order parsing")
+    assert_persists_and_refused_without(tmp_path, model, "dp", "mst", test, "order_", "without second-order parsing")
 
 
 def test_second_order_is_used_only_where_the_learnt_shape_is_head_final_and_projective():

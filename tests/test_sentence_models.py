@@ -8,11 +8,14 @@ import pytest
 from sklearn.base import clone
 
 from baselines.driver import versions
-from baselines.errors import ModelFileError
 from baselines.persistence import load_model, save_model
 from baselines.tasks.nli import InferenceClassifier, NliExample
 from baselines.tasks.sts import SimilarityRegressor, StsExample, best_f1_shift, source_parts
 from baselines.tasks.ynat import TopicClassifier, YnatExample
+from model_files import assert_persists_and_refused_without
+
+# What loading an STS or NLI model saved before the embedding features says.
+REFUSED_OLD = "without the embedding features; train the model again"
 
 FILLER = ["오늘", "새로운", "발표", "이번", "관계자", "결과", "내년", "계획", "현장", "소식", "지역", "올해"]
 TOPICS = {"스포츠": ["축구", "야구", "골키퍼", "홈런"], "경제": ["주식", "환율", "금리", "코스피"],
@@ -92,7 +95,7 @@ def test_inference_classifier_learns_planted_negation_and_addition(tmp_path):
             NliExample("c", premise, "민수는 오늘 공원에서 개를 산책시켰다, 그리고 많은 사람들이 기뻐했다.", None)]
     assert list(model.predict(test)) == ["entailment", "contradiction", "neutral"]
     assert model.embedding_alignment and model.cross_vectorizer_.vocabulary_["embedding_least_aligned"] >= 0
-    assert_persists_and_refused_without_embeddings(tmp_path, model, "nli", "tfidf-lr", test)
+    assert_persists_and_refused_without(tmp_path, model, "nli", "tfidf-lr", test, "embedding_alignment", REFUSED_OLD)
 
 
 def test_inference_classifier_stacks_a_booster_on_out_of_fold_probabilities():
@@ -128,21 +131,8 @@ def test_similarity_regressor_orders_planted_pairs(tmp_path):
     different = StsExample("y", "회의는 내일 오전에 열린다.", "고양이가 창가에서 졸고 있다.")
     high, low = model.predict([same, different])
     assert high > 4.0 and low < 1.5
-    assert_persists_and_refused_without_embeddings(tmp_path, model, "sts", "features-gbr", [same, different])
-
-
-def assert_persists_and_refused_without_embeddings(tmp_path, model, task: str, name: str, test: list) -> None:
-    """Saved, the model predicts the same; saved as a version before the embedding features saved it
-    (without that hyper-parameter), it is refused instead of failing on its number of columns."""
-    train_file = tmp_path / "train.json"
-    train_file.write_text("[]", encoding="utf-8")
-    save_model(tmp_path / "new.joblib", model, task, name, [train_file], versions())
-    loaded, _ = load_model(tmp_path / "new.joblib", task, versions())
-    assert np.array_equal(loaded.predict(test), model.predict(test))
-    del model.embedding_alignment
-    save_model(tmp_path / "old.joblib", model, task, name, [train_file], versions())
-    with pytest.raises(ModelFileError, match="without the embedding features; train the model again"):
-        load_model(tmp_path / "old.joblib", task, versions())
+    assert_persists_and_refused_without(tmp_path, model, "sts", "features-gbr", [same, different],
+                                        "embedding_alignment", REFUSED_OLD)
 
 
 def test_f1_shift_undoes_a_bias_at_the_threshold():
