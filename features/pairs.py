@@ -1,6 +1,8 @@
 """Sentence-pair features (STS, NLI): overlaps, soft and embedding alignment, cue mismatches, what a hypothesis adds."""
 from __future__ import annotations
 
+import numpy as np
+
 from features.analysis import analyzer, neighbours
 from features.morphemes import Analysis
 from features.tags import to_sejong
@@ -128,15 +130,16 @@ def embedding_alignment(first: Analysis, second: Analysis) -> dict[str, float]:
     for cut in UNALIGNED_BELOW:  # a share, not a count: a linear model reads these beside values in [0, 1]
         features[f"embedding_unaligned_share_below_{cut}"] = ((best_1 < cut).sum() + (best_2 < cut).sum()) / (
             len(best_1) + len(best_2))
+    sejong_1, sejong_2 = [to_sejong(tag) for _form, tag in known_1], [to_sejong(tag) for _form, tag in known_2]
     for kind, tags in EMBEDDING_KINDS.items():
-        kind_1 = [m for m in known_1 if to_sejong(m[1]) in tags]
-        kind_2 = [m for m in known_2 if to_sejong(m[1]) in tags]
-        if kind_1 and kind_2:
-            similar = table.cosines(kind_1, kind_2)
-            best_1, best_2 = similar.max(axis=1), similar.max(axis=0)
+        kind_1 = np.array([tag in tags for tag in sejong_1], dtype=bool)
+        kind_2 = np.array([tag in tags for tag in sejong_2], dtype=bool)
+        if kind_1.any() and kind_2.any():
+            within = similar[np.ix_(kind_1, kind_2)]  # the kind's rows and columns of the cosines above
+            best_1, best_2 = within.max(axis=1), within.max(axis=0)
             features[f"embedding_{kind}_least_aligned"] = float(min(best_1.min(), best_2.min()))
             features[f"embedding_{kind}_mean_aligned"] = float((best_1.mean() + best_2.mean()) / 2)
-        elif kind_1 or kind_2:
+        elif kind_1.any() or kind_2.any():
             features[f"embedding_{kind}_on_one_side"] = 1.0
     return features
 
