@@ -96,7 +96,7 @@ def test_every_ner_feature_reads_in_words(ner_model):
     records = api.load("ner", api.data_file("ner", "dev"))[:40]
     keys = {key.split("=")[0] for record, analysis in zip(records, analyze(r.text for r in records))
             for row in character_features(record.text, analysis, [["x/NNG"]] * len(analysis.forms),
-                                          {}, context_neighbours=1) for key in row}
+                                          {}) for key in row}
     assert keys <= set(FEATURE_WORDS), keys - set(FEATURE_WORDS)
     sections = api.explain("ner", ner_model, top_k=5)["sections"]
     labels = [name.split()[1] for name in sections if name.startswith("label ")]

@@ -42,22 +42,6 @@ def test_character_features_carry_the_covering_morphemes_neighbours():
     assert not any(name.startswith("nb=") for name in character_features(text, analysis)[0])
 
 
-def test_character_features_carry_the_neighbours_of_the_content_morphemes_around():
-    text = "김 감독은 경기에서"  # 김 감독 은 경기 에서
-    analysis = analyze([text])[0]
-    near = neighbour_tokens(analysis, 10)
-    rows = character_features(text, analysis, near, context_neighbours=3)
-    after_kim = {name for name in rows[0] if name.startswith("nb+1=")}
-    assert after_kim == {f"nb+1={token}" for token in near[1][:3]} and "nb+1=코치/NNG" in after_kim
-    assert not any(name.startswith("nb-1=") for name in rows[0])  # nothing before 김
-    # The particle 은 has no neighbours of its own; it reads 감독's before it and 경기's after it.
-    particle = rows[text.index("은")]
-    assert {name for name in particle if name.startswith("nb")} == (
-        {f"nb-1={token}" for token in near[1][:3]} | {f"nb+1={token}" for token in near[3][:3]})
-    assert not any(name.startswith(("nb-1=", "nb+1=")) for row in character_features(text, analysis, near)
-                   for name in row)
-
-
 def test_every_character_of_a_stem_sees_its_first_and_last_characters():
     text = "해양수산부는 발표했다"
     rows = character_features(text, analyze([text])[0])

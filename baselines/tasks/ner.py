@@ -289,7 +289,6 @@ FEATURE_WORDS = {
     "mt": "morpheme tag", "mp": "place in the morpheme and its tag", "mf": "morpheme form",
     "mt-1": "previous morpheme tag", "mt+1": "next morpheme tag", "mf-1": "previous morpheme form",
     "mf+1": "next morpheme form", "nb": "morpheme near in Kiwi's language model:",
-    "nb-1": "morpheme near the previous content morpheme:", "nb+1": "morpheme near the next content morpheme:",
     "ty": "share of the morpheme's training occurrences tagged", "ty#": "how often the morpheme was seen in training",
     "ep": "place in the eojeol", "wl": "eojeol length", "ws": "eojeol shape",
     "sp": "place in the eojeol's stem", "st": "eojeol stem", "st-1": "previous eojeol's stem",
@@ -335,14 +334,12 @@ def iob2_label(label: str) -> str:
 def character_features(text: str, analysis: Analysis,
                        morpheme_neighbours: Sequence[Sequence[str]] | None = None,
                        morpheme_priors: dict[MorphemeKey, dict[str, float]] | None = None,
-                       context_neighbours: int = 0) -> list[dict[str, str | float]]:
+                       ) -> list[dict[str, str | float]]:
     """crfsuite features for every character of the sentence (spaces included, as in the data); with
     `morpheme_neighbours` (per morpheme, as features.vectorize.neighbour_tokens gives), also the nearest
     morphemes of the covering morpheme in Kiwi's language model (a name Kiwi knows but training never saw
     is near names of its kind: 삼성전자 -> 인텔, 애플); with `morpheme_priors`, the covering morpheme's
-    type_features; with `context_neighbours`, that many of the nearest morphemes of the content morphemes
-    just before and after it (within two morphemes), from `morpheme_neighbours`: the word after a name
-    speaks for its type, and 회장 or 감독 seen in training then also speaks through 사장 or 코치."""
+    type_features."""
     size = len(text)
     classes = [char_class(c) for c in text]
     morpheme_of = char_to_morpheme(analysis)
@@ -356,14 +353,6 @@ def character_features(text: str, analysis: Analysis,
     # ministries, which a window of two characters cannot see from '해'.
     stem_edges = [{"sf1": text[s], "sl1": text[e - 1], "sl2": text[max(e - 2, s):e]} if e > s else {}
                   for s, e in stems]
-
-    around: list[dict[str, float]] = [{} for _ in tags]
-    if morpheme_neighbours is not None and context_neighbours:
-        for m in range(len(tags)):
-            for key, steps in (("nb-1", (m - 1, m - 2)), ("nb+1", (m + 1, m + 2))):
-                near = next((morpheme_neighbours[k] for k in steps if 0 <= k < len(tags) and morpheme_neighbours[k]),
-                            ())
-                around[m].update({f"{key}={token}": 1.0 for token in near[:context_neighbours]})
 
     def char(i: int) -> str:
         return text[i] if 0 <= i < size else ("<s>" if i < 0 else "</s>")
@@ -395,7 +384,6 @@ def character_features(text: str, analysis: Analysis,
             if morpheme_neighbours is not None:
                 for token in morpheme_neighbours[m]:
                     features[f"nb={token}"] = 1.0
-                features.update(around[m])
             if morpheme_priors is not None:
                 features.update(morpheme_priors.get(morpheme_key(analysis.forms[m], analysis.tags[m]), {}))
         w = eojeol_of[i]
@@ -429,9 +417,6 @@ class CharacterCRF(TaskModel, BaseEstimator):
         takes a quarter less.
     neighbours : int
         Nearest morphemes of the covering morpheme in Kiwi's CoNg model; 0 leaves them out.
-    context_neighbours : int
-        Of those, how many of the content morphemes just before and after the covering one are read too
-        (character_features); 0 leaves them out.
     type_folds : int
         How a morpheme was tagged in training (type_features) is counted for each training sentence on the
         other folds of this many; 0 leaves these features out.
@@ -466,20 +451,18 @@ class CharacterCRF(TaskModel, BaseEstimator):
 
     _parameter_constraints = {
         "c1": [NON_NEGATIVE], "c2": [NON_NEGATIVE], "max_iterations": [ITERATIONS], "neighbours": [NEIGHBOURS],
-        "context_neighbours": [NEIGHBOURS],
         "type_folds": [*FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})],
         "decoding": [StrOptions({"viterbi", "marginal"})], "outside_weight": [Interval(Real, 0, 1, closed="right")],
         "random_state": [SEED],
     }
 
     def __init__(self, *, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 80, neighbours: int = 20,
-                 context_neighbours: int = 0, type_folds: int = 5, scheme: str = "iobes", decoding: str = "viterbi", outside_weight: float = 1.0,
+                 type_folds: int = 5, scheme: str = "iobes", decoding: str = "viterbi", outside_weight: float = 1.0,
                  random_state: int = 0):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
         self.neighbours = neighbours
-        self.context_neighbours = context_neighbours
         self.type_folds = type_folds
         self.scheme = scheme
         self.decoding = decoding
@@ -492,8 +475,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
         Python dicts, were most of a fit's memory (3.1 GB at half the official 21,008 sentences)."""
         if self.neighbours:
             prefetch_neighbours(analyses, self.neighbours)
-        return (character_features(r.text, a, neighbour_tokens(a, self.neighbours) if self.neighbours else None, p,
-                                   self.context_neighbours)
+        return (character_features(r.text, a, neighbour_tokens(a, self.neighbours) if self.neighbours else None, p)
                 for r, a, p in zip(records, analyses, priors))
 
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "CharacterCRF":
