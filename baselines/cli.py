@@ -653,7 +653,8 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
         rows, columns = report["groups"]["rows"], [key for key in report["groups"]["rows"][0] if key != "group"]
         click.echo(f"\nper {report['groups']['by']}")
         _print_table([report["groups"]["by"]] + columns, [[row["group"]] + [
-            f"{row[key]:.2f}" if isinstance(row[key], float) else str(row[key]) for key in columns] for row in rows])
+            f"{row[key]:.2f}" if isinstance(row[key], float) else "n/a" if row[key] is None else str(row[key])
+            for key in columns] for row in rows])
     if report["errors"]:
         click.echo(f"\nworst errors ({report['unit']}), ranked by {report['errors_ranked_by']}")
         for error in report["errors"]:

@@ -171,3 +171,34 @@ def test_terminal_tables_align_beside_hangul(tmp_path):
 
     starts = {second_column(line) for line in table}
     assert len(table) == 8 and len(starts) == 1, table
+
+
+def test_sts_and_nli_reports_break_down_by_source(tmp_path):
+    dev = api.data_file("sts", "dev")
+    records = api.load("sts", dev)
+    first = records[0].source
+    # Right on the first source's pairs; a constant 2.5 on every other pair (Pearson r undefined there).
+    rows = [{"guid": r.guid, "score": r.score if r.source == first else 2.5} for r in records]
+    built = api.report("sts", dev, rows)
+    groups = {row["group"]: row for row in built["groups"]["rows"]}
+    assert built["groups"]["by"] == "source" and set(groups) == {r.source for r in records} and len(groups) > 1
+    assert sum(row["pairs"] for row in groups.values()) == len(records)
+    assert groups[first]["pearsonr"] == pytest.approx(100.0) and groups[first]["f1"] in (0.0, 100.0)
+    other = next(source for source in groups if source != first)
+    gold = [r.score for r in records if r.source == other]
+    assert groups[other]["pearsonr"] is None and groups[other]["predicted_mean"] == 2.5
+    assert groups[other]["gold_mean"] == pytest.approx(sum(gold) / len(gold))
+    path = tmp_path / "sts.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    printed = CliRunner().invoke(main, ["report", "sts", "--gold", str(dev), "--predictions", str(path)])
+    assert printed.exit_code == 0 and "per source" in printed.output and "n/a" in printed.output
+
+    dev = api.data_file("nli", "dev")
+    records = api.load("nli", dev)
+    rows = [{"guid": r.guid, "label": r.label if r.source == records[0].source else "neutral"} for r in records]
+    groups = {row["group"]: row for row in api.report("nli", dev, rows)["groups"]["rows"]}
+    assert groups[records[0].source]["accuracy"] == 100.0
+    for source, row in groups.items():
+        inside = [r for r in records if r.source == source]
+        right = sum(r.label == "neutral" or r.source == records[0].source for r in inside)
+        assert row["pairs"] == len(inside) and row["accuracy"] == pytest.approx(100 * right / len(inside))

@@ -384,8 +384,16 @@ def stacker_inputs(probabilities: np.ndarray, dense: np.ndarray) -> np.ndarray:
 
 
 
-def compare(records: Sequence, aligned: Sequence[dict]):
-    return compare_labels(aligned, targets(records), "sentence pair")
+def compare(records: Sequence[NliExample], aligned: Sequence[dict]):
+    """Labels against labels, and the accuracy of each source (the domain the premises come from)."""
+    comparison = compare_labels(aligned, targets(records), "sentence pair")
+    comparison.group_by = "source"
+    by_source: dict[str, list[bool]] = {}
+    for record, gold, predicted in zip(records, comparison.gold, comparison.predicted):
+        by_source.setdefault(record.source or "(none)", []).append(gold == predicted)
+    comparison.groups = [{"group": source, "pairs": len(right), "accuracy": 100 * sum(right) / len(right)}
+                         for source, right in sorted(by_source.items())]
+    return comparison
 
 
 TASK = TaskSpec(

@@ -1,6 +1,7 @@
 """STS: semantic similarity of a sentence pair on a 0-5 scale (binary 'similar' at >= 3)."""
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from numbers import Integral
@@ -321,10 +322,24 @@ def best_f1_shift(gold: np.ndarray, predicted: np.ndarray) -> float:
 
 
 def compare(records: Sequence[StsExample], aligned: Sequence[dict]) -> Comparison:
-    """A score, not a class: each pair is as wrong as its distance from the gold score."""
-    return Comparison("sentence pair", wrong=[abs(float(p["score"]) - r.score) for r, p in zip(records, aligned)],
-                      shown=[(f"{r.score:.1f}", f"{float(p['score']):.2f}") for r, p in zip(records, aligned)],
-                      ranked_by="the distance from the gold score")
+    """A score, not a class: each pair is as wrong as its distance from the gold score. The groups are the
+    pairs' sources (how and from what they were made), each with its own Pearson r and F1 and its mean gold
+    and predicted scores: most of an STS Pearson r is telling paraphrases from sampled pairs, and these rows
+    show how well the pairs are ordered within each kind, and whether a kind is scored too high."""
+    comparison = Comparison("sentence pair", group_by="source", ranked_by="the distance from the gold score",
+                            wrong=[abs(float(p["score"]) - r.score) for r, p in zip(records, aligned)],
+                            shown=[(f"{r.score:.1f}", f"{float(p['score']):.2f}") for r, p in zip(records, aligned)])
+    by_source: dict[str, list[tuple[float, float]]] = {}
+    for record, prediction in zip(records, aligned):
+        by_source.setdefault(record.source or "(none)", []).append((record.score, float(prediction["score"])))
+    for source, pairs in sorted(by_source.items()):
+        gold, predicted = zip(*pairs)
+        scores = scoring.score_sts(gold, predicted)
+        comparison.groups.append({
+            "group": source, "pairs": len(pairs),
+            "pearsonr": None if math.isnan(scores["pearsonr"]) else scores["pearsonr"], "f1": scores["f1"],
+            "gold_mean": float(np.mean(gold)), "predicted_mean": float(np.mean(predicted))})
+    return comparison
 
 
 TASK = TaskSpec(
