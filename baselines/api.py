@@ -28,8 +28,8 @@ from baselines import determinism as determinism_bench
 from baselines import peers as peers_bench
 from baselines import scale as scale_bench
 from baselines import report as teaching
-from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_jsonl,
-                              read_text, write_jsonl_atomic)
+from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_json,
+                              read_jsonl, read_text, write_jsonl_atomic)
 from baselines.parallel import Workers, local_jobs
 from baselines.persistence import save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task, task_code
@@ -719,10 +719,15 @@ def report_figure_paths(folder: Path, stem: str) -> tuple[Path, Path]:
     return folder / f"{stem}-confusion.png", folder / f"{stem}-f1-per-class.png"
 
 
-def learning_curve_figure(curve: dict, folder: PathLike) -> Path:
+def learning_curve_figure(curve: dict | PathLike, folder: PathLike) -> Path:
     """A learning curve (as `learning_curve` returns it, or its file) drawn as <task>-<model>-learning-curve.png,
     with the spread of the per-fold scores where it was cross-fitted. Needs the `plots` extra."""
     folder = _figures_folder(folder)
+    if _is_path(curve):
+        path = Path(curve)
+        curve = read_json(path)
+        if not isinstance(curve, dict) or not isinstance(curve.get("points"), list) or not curve["points"]:
+            raise DataError(path, "the file", "a learning curve as `bench learning-curve` writes it (its 'points')")
     return plots.learning_curve(curve, folder / f"{results.run_file_stem(curve)}-learning-curve.png")
 
 

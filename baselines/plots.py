@@ -164,6 +164,12 @@ def learning_curve(report: dict, path: Path) -> Path:
                                   linewidth=0)
                 spread = True
         axes.set_xlabel("training records per fit")
+        if min(sizes) > 0 and max(sizes) >= 4 * min(sizes):
+            # Doubling steps are equal steps: a curve still rising as much per doubling is a straight line,
+            # and one that flattens shows it (shares such as 1/8, 1/4, 1/2, 1 are then evenly spaced).
+            axes.set_xscale("log", base=2)
+            axes.set_xticks(sizes, [f"{size:,.0f}" for size in sizes])
+            axes.set_xlabel("training records per fit (log scale)")
         axes.set_ylabel("score (x100)")
         folds = report.get("cv_folds") or 0
         note = (f"; band: ±1 s.d. over {folds} folds" if spread else

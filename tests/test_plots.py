@@ -98,6 +98,17 @@ def test_run_and_learning_curve_draw_their_figures(tmp_path):
     assert [p.name for p in (tmp_path / "curve").iterdir()] == ["ynat-tfidf-lr-learning-curve.png"]
 
 
+def test_a_learning_curve_file_is_drawn_again_and_a_wrong_file_is_refused(tmp_path):
+    from conftest import REPO
+    from baselines.dataio import DataError
+    path = api.learning_curve_figure(REPO / "results" / "learning-curve" / "mrc-span-ranker.json", tmp_path)
+    assert path.name == "mrc-span-ranker-learning-curve.png" and path.read_bytes().startswith(PNG_SIGNATURE)
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text('{"task": "mrc", "points": []}', encoding="utf-8")
+    with pytest.raises(DataError, match="wrong.json.*points"):
+        api.learning_curve_figure(wrong, tmp_path)
+
+
 def test_cross_fitted_runs_keep_each_folds_headline():
     record = api.evaluate("ynat", "trivial", cv=3)
     assert len(record["fold_headline"]) == 3
