@@ -146,7 +146,8 @@ def score_re(
     probs: np.ndarray | Sequence[Sequence[float]] | None,
     labels: Sequence[str],
 ) -> dict[str, float]:
-    """Micro F1 without no_relation, and the mean one-vs-rest AUPRC (trapezoid rule) over all labels.
+    """Micro F1 without no_relation, and the mean one-vs-rest AUPRC (trapezoid rule) over all labels, with each
+    label's own area as auprc/<label>.
 
     ``probs`` columns follow ``labels`` (relation_list.json order); without them only micro F1 is given.
     """
@@ -171,6 +172,8 @@ def score_re(
                 precision, recall, _ = metrics.precision_recall_curve(gold_arr == label, prob_arr[:, column])
                 areas.append(metrics.auc(recall, precision))
         result["auprc"] = float(np.mean(areas)) * 100
+        # Each relation's own area: the mean hides which relations rank worse than a constant score would.
+        result.update({f"auprc/{label}": float(area) * 100 for label, area in zip(labels, areas)})
     result.update(_per_class_f1(gold, pred))
     return result
 

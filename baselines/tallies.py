@@ -216,7 +216,9 @@ def tally_re(gold: Sequence[str], pred: Sequence[str], probs: np.ndarray | None,
                       columns.of(sums, "pred")[:, relation].sum(axis=1))
         result = {"micro_f1": micro * 100}
         if curves:
-            result["auprc"] = np.mean([curve.areas(weights) for curve in curves], axis=0) * 100
+            areas = [curve.areas(weights) for curve in curves]
+            result["auprc"] = np.mean(areas, axis=0) * 100
+            result.update({f"auprc/{label}": area * 100 for label, area in zip(labels, areas)})
         return {**result, **per_class}
     return Tally(columns.counts, finish)
 

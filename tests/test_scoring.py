@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from baselines import scoring
@@ -126,3 +127,15 @@ def test_re_without_probabilities_gives_micro_f1_only():
 def test_length_mismatch_is_an_error():
     with pytest.raises(ValueError, match="2 gold items but 1 predictions"):
         scoring.score_nli(["neutral", "neutral"], ["neutral"])
+
+
+def test_re_gives_each_relations_own_area_beside_their_mean():
+    labels = ["no_relation", "per:title", "org:members"]
+    gold = ["per:title", "no_relation", "no_relation", "org:members"]
+    # per:title ranked first by its column; org:members given one constant score (its curve: (0, 1) to
+    # (1, 1/4)); no_relation ranked last where it is gold.
+    probs = [[0.1, 0.4, 0.5], [0.5, 0.0, 0.5], [0.5, 0.0, 0.5], [0.3, 0.2, 0.5]]
+    result = scoring.score_re(gold, ["per:title", "org:members", "org:members", "org:members"], probs, labels)
+    assert result["auprc/per:title"] == pytest.approx(100.0)
+    assert result["auprc/org:members"] == pytest.approx((1 + 1 / 4) / 2 * 100)
+    assert result["auprc"] == pytest.approx(np.mean([result[f"auprc/{label}"] for label in labels]))
