@@ -508,8 +508,9 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
          log: Log = progress.say) -> tuple[dict, Path]:
     """Score every point of `grid` ({name: values}) by `folds`-fold cross-validation on the training file (the
     dev file is never read), and write the report, best first, to results_dir/tuning/<task>-<model>.json.
-    `jobs` fits (trials x folds) run at once on the joblib `backend`, with the same report. Returns the report
-    and that path."""
+    `jobs` fits (trials x folds) run at once on the joblib `backend`, with the same report. A key that names
+    another task's training file (NER's re_train, MRC's ner_train) takes such files, or None for none. Returns
+    the report and that path."""
     spec = get_task(task)
     workers = Workers(jobs, backend)
     path = training_file(task, data_dir, train, log)
@@ -520,6 +521,17 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     spec.check_resource_labels(records, task_resources, Path(path))
     name, estimator = driver.build_model(spec, model, seed, task_resources)
     grid = {key: list(values) for key, values in grid.items()}
+    # Another task's training file (NER's re_train): each value, or null for none, becomes what it gives the
+    # model; the report shows the files.
+    shown_files: dict[str, dict[int, Any]] = {}
+    for requirement in spec.requires:
+        if requirement.file_param in grid:
+            files = grid.pop(requirement.file_param)
+            values = [None if file is None else driver.requirement_value(requirement, file, seed, log)
+                      for file in files]
+            grid[requirement.model_param] = values
+            shown_files[requirement.model_param] = {id(value): (requirement.file_param, file)
+                                                    for value, file in zip(values, files)}
     driver.check_params(name, estimator, grid)
     for point in tuning.grid_points(grid):
         driver.check_values(name, clone(estimator).set_params(**point))
@@ -528,6 +540,10 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
         raise driver.UsageError(f"--folds {folds}: {problem}")
     report = tuning.grid_search(spec, estimator, records, task_resources, grid, spec.headline[0], folds, seed, log,
                                 workers)
+    for trial in report["trials"]:
+        trial["params"] = dict(shown_files[key][id(value)] if key in shown_files else (key, value)
+                               for key, value in trial["params"].items())
+    report["best"] = report["trials"][0]["params"]
     report.update({"task": task, "model": name, "train": driver.describe_file(path, len(records))})
     if command is not None:
         report["command"] = command

@@ -19,6 +19,7 @@ from baselines.registry import did_you_mean, get_task
 from baselines.results import jsonable_scores
 from baselines.taskspec import Requirement, TaskSpec, repeated
 from features import analysis
+from features.gazetteer import EntityGazetteer
 from baselines.errors import UsageError
 
 
@@ -126,19 +127,41 @@ def build_model(task: TaskSpec, model_name: str | None, seed: int, resources: di
         model.set_params(**params)
     check_values(name, model)
     for requirement, path in files.items():
-        model.set_params(**{requirement.model_param: fitted_requirement(requirement, path, seed, log)})
+        model.set_params(**{requirement.model_param: requirement_value(requirement, path, seed, log)})
     return name, model
+
+
+def requirement_value(requirement: Requirement, path: Any, seed: int, log: Callable[[str], None] = progress.quiet):
+    """What `requirement` gives from the other task's training file `path`: its gazetteer or its fitted model."""
+    if requirement.provides == "gazetteer":
+        return gazetteer_requirement(requirement, path)
+    return fitted_requirement(requirement, path, seed, log)
+
+
+def _required_records(requirement: Requirement, path: Any) -> tuple[TaskSpec, list]:
+    """The other task's labelled records in `path`, checked as a training file."""
+    if not isinstance(path, (str, Path)) or not Path(path).is_file():
+        raise DataError(str(path), None, f"no such file ({requirement.file_param}: {requirement.what})")
+    spec = get_task(requirement.task)
+    records = spec.load(Path(path))
+    check_labelled(spec, records, Path(path))
+    return spec, records
+
+
+def gazetteer_requirement(requirement: Requirement, path: Any) -> EntityGazetteer:
+    """The typed entity names of the other task's training file `path`, as a gazetteer."""
+    spec, records = _required_records(requirement, path)
+    gazetteer = EntityGazetteer(spec.mentions(records))
+    if not len(gazetteer):
+        raise DataError(Path(path), None, f"no entity names of two characters or more ({requirement.what})")
+    return gazetteer
 
 
 def fitted_requirement(requirement: Requirement, path: Any, seed: int, log: Callable[[str], None] = progress.quiet
                        ) -> FrozenEstimator:
     """The default model of `requirement.task` fitted on the training file `path` with `seed`, frozen: a clone
     of the model that holds it (one per cross-fitting fold) shares it instead of refitting it."""
-    if not isinstance(path, (str, Path)) or not Path(path).is_file():
-        raise DataError(str(path), None, f"no such file ({requirement.file_param}: {requirement.what})")
-    spec = get_task(requirement.task)
-    records = spec.load(Path(path))
-    check_labelled(spec, records, Path(path))
+    spec, records = _required_records(requirement, path)
     name, model = build_model(spec, None, seed, spec.load_resources({}))
     log(f"{spec.code}: fitting {name} on {len(records)} records from {Path(path).name}, for the "
         f"{requirement.model_param}")

@@ -50,14 +50,19 @@ class PredictionFiles:
 
 @dataclass(frozen=True)
 class Requirement:
-    """A model of this task that takes a fitted model of another task as a hyper-parameter (MRC's reader takes
-    an NER tagger): given ``--param <file_param>=FILE``, the driver fits `task`'s default model on FILE with
-    the run's seed, wraps it in scikit-learn's FrozenEstimator (so that cloning the model for each fold keeps
-    it fitted) and sets it as `model_param`. Tasks meet this way, never by importing one another."""
+    """A model of this task that takes what another task's training file gives as a hyper-parameter: given
+    ``--param <file_param>=FILE``, the driver reads FILE as `task`'s training data and sets `model_param` to
+    - ``provides="model"``: `task`'s default model fitted on FILE with the run's seed, wrapped in
+      scikit-learn's FrozenEstimator (so that cloning the model for each fold keeps it fitted); MRC's reader
+      takes an NER tagger this way;
+    - ``provides="gazetteer"``: a features.gazetteer.EntityGazetteer of the typed entity names that `task`'s
+      records carry (TaskSpec.mentions); the NER CRF takes the RE training file's subjects and objects.
+    Tasks meet this way, never by importing one another."""
     task: str
     file_param: str
     model_param: str
     what: str  # what the file must be, for error messages
+    provides: str = "model"
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,10 @@ class TaskSpec:
     # (copy_marker(k) put in), for the scale benchmark where the data here is smaller than the official train
     # file (NER and DP have prefixes of it, MRC and WoS only part of dev).
     distinct_copy: Callable[[Any, int], Any] | None = None
-    requires: tuple[Requirement, ...] = ()  # fitted models of other tasks that its models can take
+    requires: tuple[Requirement, ...] = ()  # what other tasks' training files give that its models can take
+    # records -> (name, entity type) of every typed entity mention they carry (RE's subjects and objects), for
+    # another task's gazetteer (Requirement provides="gazetteer"); None where records carry none.
+    mentions: Callable[[Sequence], list[tuple[str, str]]] | None = None
 
     def __post_init__(self) -> None:
         # One place makes every task read Hugging Face exports: load and load_input try them first (the

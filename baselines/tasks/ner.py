@@ -15,12 +15,15 @@ from baselines import hf, scoring, tallies
 from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, require
 from baselines.estimators import NothingLearnt, TaskModel, plain_text, records_from
 from baselines.explain import strongest
-from baselines.params import FOLDS_OR_OFF, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, SEED, Interval, StrOptions
+from baselines.params import (FOLDS_OR_OFF, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, SEED, HasMethods, Interval,
+                              StrOptions)
 from baselines.report import Comparison
-from baselines.taskspec import ModelEntry, PredictionError, TaskSpec, align_predictions, copy_marker, jsonl_records
+from baselines.taskspec import (ModelEntry, PredictionError, Requirement, TaskSpec, align_predictions, copy_marker,
+                                jsonl_records)
 from features.align import char_to_eojeol, char_to_morpheme
 from features.analysis import analyze
 from features.characters import char_class, shape
+from features.gazetteer import EntityGazetteer
 from features.morphemes import Analysis, eojeol_spans
 from features.normalize import nfc_text
 from features.tags import to_sejong
@@ -294,6 +297,7 @@ FEATURE_WORDS = {
     "sp": "place in the eojeol's stem", "st": "eojeol stem", "st-1": "previous eojeol's stem",
     "st+1": "next eojeol's stem", "sf1": "first character of the stem", "sl1": "last character of the stem",
     "sl2": "last two characters of the stem",
+    "gz": "place in a gazetteer name and the name's type", "gzt": "inside a gazetteer name of type",
 }
 
 
@@ -334,12 +338,14 @@ def iob2_label(label: str) -> str:
 def character_features(text: str, analysis: Analysis,
                        morpheme_neighbours: Sequence[Sequence[str]] | None = None,
                        morpheme_priors: dict[MorphemeKey, dict[str, float]] | None = None,
-                       ) -> list[dict[str, str | float]]:
+                       gazetteer: EntityGazetteer | None = None) -> list[dict[str, str | float]]:
     """crfsuite features for every character of the sentence (spaces included, as in the data); with
     `morpheme_neighbours` (per morpheme, as features.vectorize.neighbour_tokens gives), also the nearest
     morphemes of the covering morpheme in Kiwi's language model (a name Kiwi knows but training never saw
     is near names of its kind: 삼성전자 -> 인텔, 애플); with `morpheme_priors`, the covering morpheme's
-    type_features."""
+    type_features; with `gazetteer`, for each character inside a name it finds (features.gazetteer), the
+    name's type and the character's place in it: names that training never saw but another task's annotators
+    typed (the RE training file's persons and organisations)."""
     size = len(text)
     classes = [char_class(c) for c in text]
     morpheme_of = char_to_morpheme(analysis)
@@ -399,6 +405,10 @@ def character_features(text: str, analysis: Analysis,
             if i < stem_end:
                 features.update(stem_edges[w])
         rows.append(features)
+    if gazetteer is not None:
+        for start, end, kind in gazetteer.matches(text):
+            for i in range(start, end):
+                rows[i].update({"gz": _position(i, start, end) + kind, "gzt": kind})
     return rows
 
 
@@ -417,6 +427,10 @@ class CharacterCRF(TaskModel, BaseEstimator):
         takes a quarter less.
     neighbours : int
         Nearest morphemes of the covering morpheme in Kiwi's CoNg model; 0 leaves them out.
+    gazetteer : features.gazetteer.EntityGazetteer or None
+        Typed names to look for in each sentence (character_features). From the command line, `--param
+        re_train=FILE` sets it to the subjects and objects of a KLUE-RE training file (their own types: PER,
+        ORG, LOC, DAT, POH, NOH; the CRF learns what each says about its labels). None leaves it out.
     type_folds : int
         How a morpheme was tagged in training (type_features) is counted for each training sentence on the
         other folds of this many; 0 leaves these features out.
@@ -451,18 +465,20 @@ class CharacterCRF(TaskModel, BaseEstimator):
 
     _parameter_constraints = {
         "c1": [NON_NEGATIVE], "c2": [NON_NEGATIVE], "max_iterations": [ITERATIONS], "neighbours": [NEIGHBOURS],
+        "gazetteer": [None, HasMethods(["matches"])],
         "type_folds": [*FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})],
         "decoding": [StrOptions({"viterbi", "marginal"})], "outside_weight": [Interval(Real, 0, 1, closed="right")],
         "random_state": [SEED],
     }
 
     def __init__(self, *, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 80, neighbours: int = 20,
-                 type_folds: int = 5, scheme: str = "iobes", decoding: str = "viterbi", outside_weight: float = 1.0,
+                 gazetteer: EntityGazetteer | None = None, type_folds: int = 5, scheme: str = "iobes", decoding: str = "viterbi", outside_weight: float = 1.0,
                  random_state: int = 0):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
         self.neighbours = neighbours
+        self.gazetteer = gazetteer
         self.type_folds = type_folds
         self.scheme = scheme
         self.decoding = decoding
@@ -475,7 +491,8 @@ class CharacterCRF(TaskModel, BaseEstimator):
         Python dicts, were most of a fit's memory (3.1 GB at half the official 21,008 sentences)."""
         if self.neighbours:
             prefetch_neighbours(analyses, self.neighbours)
-        return (character_features(r.text, a, neighbour_tokens(a, self.neighbours) if self.neighbours else None, p)
+        return (character_features(r.text, a, neighbour_tokens(a, self.neighbours) if self.neighbours else None, p,
+                                   self.gazetteer)
                 for r, a, p in zip(records, analyses, priors))
 
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "CharacterCRF":
@@ -621,4 +638,7 @@ TASK = TaskSpec(
     prediction_example='{"guid": "klue-ner-v1_dev_00001-wikitree", "tags": ["B-PS", "O", "O", ...]}',
     compare=compare,
     distinct_copy=distinct_copy,
+    # The CRF's gazetteer: --param re_train=FILE.
+    requires=(Requirement("re", "re_train", "gazetteer", "a KLUE-RE training file (official JSON), whose typed "
+                          "subject and object entities become the NER CRF's gazetteer", provides="gazetteer"),),
 )

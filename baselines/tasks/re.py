@@ -469,6 +469,7 @@ TASK = TaskSpec(
     default_model="features-lr",
     predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("micro_f1", "auprc"),
     group=lambda record: record.sentence,  # pairs of one sentence share its words: one fold holds them all
+    mentions=lambda records: [(entity.word, entity.type) for r in records for entity in (r.subject, r.object)],
     prediction_example='{"guid": "klue-re-v1_dev_00000", "label": "no_relation", '
                        '"probs": {"no_relation": 0.91, "per:title": 0.02, ...}}',
     compare=compare,
