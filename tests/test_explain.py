@@ -93,10 +93,13 @@ def ner_model():
 def test_every_ner_feature_reads_in_words(ner_model):
     from baselines.tasks.ner import FEATURE_WORDS, character_features
     from features.analysis import analyze
+    from features.gazetteer import EntityGazetteer
     records = api.load("ner", api.data_file("ner", "dev"))[:40]
+    names = EntityGazetteer((record.text[:2], "PER") for record in records)
     keys = {key.split("=")[0] for record, analysis in zip(records, analyze(r.text for r in records))
             for row in character_features(record.text, analysis, [["x/NNG"]] * len(analysis.forms),
-                                          {}) for key in row}
+                                          {}, names) for key in row}
+    assert {"gz", "gzt"} <= keys
     assert keys <= set(FEATURE_WORDS), keys - set(FEATURE_WORDS)
     sections = api.explain("ner", ner_model, top_k=5)["sections"]
     labels = [name.split()[1] for name in sections if name.startswith("label ")]

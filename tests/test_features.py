@@ -325,3 +325,14 @@ def test_embedding_alignment_sees_near_words_that_overlap_does_not():
     assert same["embedding_known_share"] == 1.0
     (empty,) = analyze(["!!"])  # punctuation only: no content morpheme
     assert embedding_alignment(empty, stay) == {**dict.fromkeys(EMBEDDING_FEATURES, 0.0), "embedding_known_share": 1.0}
+
+
+def test_a_gazetteer_finds_the_longest_name_at_each_word_start_with_its_most_frequent_type():
+    from features.gazetteer import EntityGazetteer
+    gazetteer = EntityGazetteer([("삼성", "ORG"), ("삼성전자", "ORG"), ("서울", "LOC"), ("서울", "ORG"), ("서울", "LOC"),
+                                 ("한국", "ORG"), ("한국", "LOC"), ("김", "PER"), (" 이순신 ", "PER")])
+    assert len(gazetteer) == 5 and gazetteer.types["서울"] == "LOC" and gazetteer.types["한국"] == "LOC"  # tie: sorted
+    assert "김" not in gazetteer.types  # a one-character name would be found everywhere
+    text = "삼성전자가 '서울'의 이순신과 대한국민 김씨"
+    assert gazetteer.matches(text) == [(0, 4, "ORG"), (7, 9, "LOC"), (12, 15, "PER")]  # not 한국 inside 대한국민
+    assert EntityGazetteer([]).matches(text) == [] and repr(gazetteer) == "EntityGazetteer(5 names)"

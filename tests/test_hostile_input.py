@@ -1009,3 +1009,13 @@ def test_too_few_titles_for_min_df_or_a_single_topic_name_the_cause(tmp_path):
     train.write_text(json.dumps(one_topic, ensure_ascii=False), encoding="utf-8")
     line = refused("run", "ynat", "--train", train, "--dev", sample_file("ynat"), "--results-dir", tmp_path)
     assert f"all 4 are '{titles[0]['label']}'" in line
+
+
+def test_a_missing_or_wrong_re_file_for_the_ner_gazetteer_is_one_error_line(tmp_path):
+    line = refused("run", "ner", "--param", f"re_train={tmp_path / 'absent.json'}")
+    assert "absent.json" in line and "no such file" in line and "KLUE-RE training file" in line
+    not_re = sample_dir() / "klue-nli-v1.1" / "klue-nli-v1.1_train.json"
+    line = refused("run", "ner", "--param", f"re_train={not_re}")
+    assert "klue-nli-v1.1_train.json" in line
+    line = refused("run", "ynat", "--param", f"re_train={not_re}")
+    assert "re_train" in line

@@ -11,7 +11,7 @@ from baselines.driver import versions
 from baselines.persistence import load_model, save_model
 from baselines.registry import get_task
 from baselines.tuning import fold_splits
-from baselines.tasks.ner import (CharacterCRF, NerSentence, character_features, iobes_to_iob2,
+from baselines.tasks.ner import (CharacterCRF, NerSentence, character_features, feature_in_words, iobes_to_iob2,
                                  jackknifed_type_features, morpheme_types, most_probable_iob2, repair_iob2,
                                  to_iobes)
 from baselines.tasks.re import Entity, ReExample, RelationClassifier, entity_characters, pair_features
@@ -190,3 +190,28 @@ def _relation_list(tmp_path):
     from baselines.datafiles import sample_dir
 
     return sample_dir() / "klue-re-v1.1" / "relation_list.json"
+
+
+def test_the_ner_crf_reads_a_gazetteer_of_the_re_training_files_names(tmp_path):
+    from baselines import api
+    from baselines.datafiles import sample_dir
+    from features.gazetteer import EntityGazetteer
+
+    text = "홍길동은 한빛전자에 다닌다"
+    rows = character_features(text, analyze([text])[0], gazetteer=EntityGazetteer([("홍길동", "PER"), ("한빛전자", "ORG")]))
+    assert [row.get("gz") for row in rows[:4]] == ["BPER", "IPER", "EPER", None]
+    assert [row.get("gzt") for row in rows[5:10]] == ["ORG"] * 4 + [None]
+    re_train = sample_dir() / "klue-re-v1.1" / "klue-re-v1.1_train.json"
+    model = api.make_model("ner", max_iterations=5, re_train=str(re_train))
+    names = {(e.word, e.type) for r in api.load("re", re_train) for e in (r.subject, r.object) if len(e.word) >= 2}
+    assert isinstance(model.gazetteer, EntityGazetteer) and set(model.gazetteer.types.items()) <= names
+    records = api.load("ner", sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv")
+    model.fit(records, [r.tags for r in records])
+    learnt = {attribute for attribute, _label in model.crf_.state_features_}
+    assert {"gzt:PER", "gzt:ORG"} <= learnt  # the CRF weighs what the names' types say
+    assert feature_in_words("gz:BPER") == "first character of a gazetteer name of type PER"
+    path = tmp_path / "ner.model"
+    save_model(path, model, "ner", "crf", [], versions())
+    loaded, _metadata = load_model(path, "ner", versions())
+    assert loaded.gazetteer.types == model.gazetteer.types
+    assert loaded.predict(records[:20]) == model.predict(records[:20])

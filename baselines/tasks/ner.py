@@ -297,7 +297,7 @@ FEATURE_WORDS = {
     "sp": "place in the eojeol's stem", "st": "eojeol stem", "st-1": "previous eojeol's stem",
     "st+1": "next eojeol's stem", "sf1": "first character of the stem", "sl1": "last character of the stem",
     "sl2": "last two characters of the stem",
-    "gz": "place in a gazetteer name and the name's type", "gzt": "inside a gazetteer name of type",
+    "gz": "character of a gazetteer name", "gzt": "inside a gazetteer name of type",
 }
 
 
@@ -319,6 +319,8 @@ def feature_in_words(attribute: str) -> str:
         return attribute
     if key == "mp" and value:  # a place and a tag: 'BNNP'
         return f"{PLACE_WORDS.get(value[0], value[0])} character of a morpheme tagged {value[1:]}"
+    if key == "gz" and value:  # a place and a gazetteer type: 'BPER'
+        return f"{PLACE_WORDS.get(value[0], value[0])} character of a gazetteer name of type {value[1:]}"
     if key == "sp" and value == "X":
         return "after the eojeol's stem (a particle or ending)"
     if key in ("ep", "sp") and value in PLACE_WORDS:
@@ -472,8 +474,8 @@ class CharacterCRF(TaskModel, BaseEstimator):
     }
 
     def __init__(self, *, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 80, neighbours: int = 20,
-                 gazetteer: EntityGazetteer | None = None, type_folds: int = 5, scheme: str = "iobes", decoding: str = "viterbi", outside_weight: float = 1.0,
-                 random_state: int = 0):
+                 gazetteer: EntityGazetteer | None = None, type_folds: int = 5, scheme: str = "iobes",
+                 decoding: str = "viterbi", outside_weight: float = 1.0, random_state: int = 0):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
