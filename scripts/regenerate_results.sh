@@ -18,6 +18,8 @@ done
 NER_TRAIN=$KLUE/klue-ner-v1.1/klue-ner-v1.1_train.first5000.tsv
 klue-baselines -q run ner --data-dir $KLUE --train $NER_TRAIN --model trivial
 klue-baselines -q $(fresh ner) run ner --data-dir $KLUE --train $NER_TRAIN
+klue-baselines -q $(fresh ner-gazetteer) run ner --data-dir $KLUE --train $NER_TRAIN \
+    --param re_train=$KLUE/klue-re-v1.1/klue-re-v1.1_train.json
 DP_TRAIN=$KLUE/klue-dp-v1.1/klue-dp-v1.1_train.first1000.tsv
 klue-baselines -q run dp --data-dir $KLUE --train $DP_TRAIN --cv 5 --model trivial
 klue-baselines -q $(fresh dp) run dp --data-dir $KLUE --train $DP_TRAIN --cv 5 --jobs 2
