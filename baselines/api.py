@@ -832,7 +832,10 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
     for option, path in (("--data-dir", data_dir), ("--train", train), ("--dev", dev)):
         if path is not None:  # absolute: the runs start in a scratch folder
             arguments += [option, str(Path(path).expanduser().resolve())]
+    files = {requirement.file_param for code in codes for requirement in get_task(code).requires}
     for name, value in params.items():
+        if name in files and isinstance(value, (str, os.PathLike)):  # another task's file (re_train): absolute too
+            value = str(Path(value).expanduser().resolve())
         arguments += ["--param", f"{name}={json.dumps(value)}"]
     compared = determinism_bench.determinism(arguments, at_once=at_once, log=log)
     report = {"command": command, "task_codes": codes, "sample": is_sample, **compared,

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from baselines.dataio import read_jsonl
+from baselines.errors import UsageError
 from baselines.registry import TASK_CODES
 from baselines.results import load_task_results, run_file_stem
 from features.analysis import cpu_info
@@ -173,7 +174,9 @@ def determinism(run_arguments: Sequence[str], chosen: Sequence[Variant] | None =
             runs += list(pool.map(one, range(2, len(chosen) + 1)))
     failed = [run for run in runs if run.returncode]
     if failed:
-        raise RuntimeError(f"`run` failed under {failed[0].variant.name}: {failed[0].error or 'no message'}")
+        # One line, as every refusal: the variant's own 'Error:' line says what the run could not do.
+        raise UsageError(f"`run` failed under {failed[0].variant.name}: "
+                         f"{(failed[0].error or 'no message').removeprefix('Error: ')}")
     tasks = compare_runs(runs)
     return {"variants": [{"name": run.variant.name, "environment": run.variant.environment,
                           "seconds": round(run.seconds, 1)} for run in runs],

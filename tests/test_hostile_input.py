@@ -1019,3 +1019,12 @@ def test_a_missing_or_wrong_re_file_for_the_ner_gazetteer_is_one_error_line(tmp_
     assert "klue-nli-v1.1_train.json" in line
     line = refused("run", "ynat", "--param", f"re_train={not_re}")
     assert "re_train" in line
+
+
+def test_a_determinism_run_that_fails_is_one_error_line_and_another_tasks_file_is_made_absolute(tmp_path,
+                                                                                               monkeypatch):
+    # The variants run in a scratch folder: a relative re_train must reach them as the user's file.
+    monkeypatch.chdir(tmp_path)
+    line = refused("bench", "determinism", "ner", "--param", "re_train=absent-re.json", "--results-dir", tmp_path)
+    assert "failed under" in line and f"{tmp_path / 'absent-re.json'}: no such file" in line
+    assert not (tmp_path / "determinism.json").exists()
