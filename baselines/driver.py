@@ -122,7 +122,8 @@ def build_model(task: TaskSpec, model_name: str | None, seed: int, resources: di
     check_params(name, model, params)
     for requirement in files:
         if requirement.model_param not in model.get_params():
-            raise UsageError(f"{name} takes no {requirement.task} model, so no {requirement.file_param}")
+            raise UsageError(f"{name} takes no {requirement.task} {requirement.provides}, so no "
+                             f"{requirement.file_param}")
     if params:
         model.set_params(**params)
     check_values(name, model)
