@@ -17,6 +17,8 @@ class EntityGazetteer:
     >>> gazetteer = EntityGazetteer([("삼성전자", "ORG"), ("삼성", "ORG"), ("이순신", "PER")])
     >>> gazetteer.matches("삼성전자가 이순신 동상을")
     [(0, 4, 'ORG'), (6, 9, 'PER')]
+    >>> gazetteer.matches("故이순신 장군", inside_from=3)
+    [(1, 4, 'PER')]
     """
 
     def __init__(self, mentions: Iterable[tuple[str, str]], min_length: int = 2):
@@ -34,14 +36,16 @@ class EntityGazetteer:
     def __repr__(self) -> str:  # a model's repr shows its parameters: not 19,000 names
         return f"EntityGazetteer({len(self.types):,} names)"
 
-    def matches(self, text: str) -> list[tuple[int, int, str]]:
+    def matches(self, text: str, inside_from: int = 0) -> list[tuple[int, int, str]]:
         """(start, end, type) of the names found in `text`, end exclusive: at each word start, the longest
-        name there; the search goes on after it."""
+        name there, and with `inside_from`, names of at least that many characters inside a word too (a name in
+        a compound: 삼성전자회장); the search goes on after each name found."""
         found = []
         position = 0
         while position < len(text):
-            if position == 0 or text[position - 1] in WORD_OPENERS:
-                for end in range(min(len(text), position + self.longest), position, -1):
+            shortest = 1 if position == 0 or text[position - 1] in WORD_OPENERS else inside_from
+            if shortest:
+                for end in range(min(len(text), position + self.longest), position + shortest - 1, -1):
                     kind = self.types.get(text[position:end])
                     if kind is not None:
                         found.append((position, end, kind))

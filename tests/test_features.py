@@ -336,3 +336,6 @@ def test_a_gazetteer_finds_the_longest_name_at_each_word_start_with_its_most_fre
     text = "삼성전자가 '서울'의 이순신과 대한국민 김씨"
     assert gazetteer.matches(text) == [(0, 4, "ORG"), (7, 9, "LOC"), (12, 15, "PER")]  # not 한국 inside 대한국민
     assert EntityGazetteer([]).matches(text) == [] and repr(gazetteer) == "EntityGazetteer(5 names)"
+    # Inside words too, names of 3+ characters: 이순신 in 故이순신; 한국 (2) still not inside 대한국민.
+    assert gazetteer.matches("故이순신과 대한국민", inside_from=3) == [(1, 4, "PER")]
+    assert gazetteer.matches("故이순신과 대한국민", inside_from=2) == [(1, 4, "PER"), (7, 9, "LOC")]

@@ -201,6 +201,11 @@ def test_the_ner_crf_reads_a_gazetteer_of_the_re_training_files_names(tmp_path):
     rows = character_features(text, analyze([text])[0], gazetteer=EntityGazetteer([("홍길동", "PER"), ("한빛전자", "ORG")]))
     assert [row.get("gz") for row in rows[:4]] == ["BPER", "IPER", "EPER", None]
     assert [row.get("gzt") for row in rows[5:10]] == ["ORG"] * 4 + [None]
+    compound = "신한빛전자 사장"  # the name inside a word: found only with gazetteer_inside
+    names = EntityGazetteer([("한빛전자", "ORG")])
+    assert not any("gz" in row for row in character_features(compound, analyze([compound])[0], gazetteer=names))
+    inside = character_features(compound, analyze([compound])[0], gazetteer=names, gazetteer_inside=3)
+    assert [row.get("gz") for row in inside[:6]] == [None, "BORG", "IORG", "IORG", "EORG", None]
     re_train = sample_dir() / "klue-re-v1.1" / "klue-re-v1.1_train.json"
     model = api.make_model("ner", max_iterations=5, re_train=str(re_train))
     names = {(e.word, e.type) for r in api.load("re", re_train) for e in (r.subject, r.object) if len(e.word) >= 2}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from numbers import Real
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -340,14 +340,16 @@ def iob2_label(label: str) -> str:
 def character_features(text: str, analysis: Analysis,
                        morpheme_neighbours: Sequence[Sequence[str]] | None = None,
                        morpheme_priors: dict[MorphemeKey, dict[str, float]] | None = None,
-                       gazetteer: EntityGazetteer | None = None) -> list[dict[str, str | float]]:
+                       gazetteer: EntityGazetteer | None = None, gazetteer_inside: int = 0,
+                       ) -> list[dict[str, str | float]]:
     """crfsuite features for every character of the sentence (spaces included, as in the data); with
     `morpheme_neighbours` (per morpheme, as features.vectorize.neighbour_tokens gives), also the nearest
     morphemes of the covering morpheme in Kiwi's language model (a name Kiwi knows but training never saw
     is near names of its kind: 삼성전자 -> 인텔, 애플); with `morpheme_priors`, the covering morpheme's
     type_features; with `gazetteer`, for each character inside a name it finds (features.gazetteer), the
     name's type and the character's place in it: names that training never saw but another task's annotators
-    typed (the RE training file's persons and organisations)."""
+    typed (the RE training file's persons and organisations); names of `gazetteer_inside` characters or more
+    are also looked for inside words (EntityGazetteer.matches)."""
     size = len(text)
     classes = [char_class(c) for c in text]
     morpheme_of = char_to_morpheme(analysis)
@@ -408,7 +410,7 @@ def character_features(text: str, analysis: Analysis,
                 features.update(stem_edges[w])
         rows.append(features)
     if gazetteer is not None:
-        for start, end, kind in gazetteer.matches(text):
+        for start, end, kind in gazetteer.matches(text, gazetteer_inside):
             for i in range(start, end):
                 rows[i].update({"gz": _position(i, start, end) + kind, "gzt": kind})
     return rows
@@ -433,6 +435,9 @@ class CharacterCRF(TaskModel, BaseEstimator):
         Typed names to look for in each sentence (character_features). From the command line, `--param
         re_train=FILE` sets it to the subjects and objects of a KLUE-RE training file (their own types: PER,
         ORG, LOC, DAT, POH, NOH; the CRF learns what each says about its labels). None leaves it out.
+    gazetteer_inside : int
+        Names are looked for where a word starts, and names of at least this many characters inside words
+        too (a name in a compound: 삼성전자회장); 0: at word starts only.
     type_folds : int
         How a morpheme was tagged in training (type_features) is counted for each training sentence on the
         other folds of this many; 0 leaves these features out.
@@ -467,20 +472,22 @@ class CharacterCRF(TaskModel, BaseEstimator):
 
     _parameter_constraints = {
         "c1": [NON_NEGATIVE], "c2": [NON_NEGATIVE], "max_iterations": [ITERATIONS], "neighbours": [NEIGHBOURS],
-        "gazetteer": [None, HasMethods(["matches"])],
+        "gazetteer": [None, HasMethods(["matches"])], "gazetteer_inside": [Interval(Integral, 0, 100, closed="both")],
         "type_folds": [*FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})],
         "decoding": [StrOptions({"viterbi", "marginal"})], "outside_weight": [Interval(Real, 0, 1, closed="right")],
         "random_state": [SEED],
     }
 
     def __init__(self, *, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 80, neighbours: int = 20,
-                 gazetteer: EntityGazetteer | None = None, type_folds: int = 5, scheme: str = "iobes",
-                 decoding: str = "viterbi", outside_weight: float = 1.0, random_state: int = 0):
+                 gazetteer: EntityGazetteer | None = None, gazetteer_inside: int = 0, type_folds: int = 5,
+                 scheme: str = "iobes", decoding: str = "viterbi", outside_weight: float = 1.0,
+                 random_state: int = 0):
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
         self.neighbours = neighbours
         self.gazetteer = gazetteer
+        self.gazetteer_inside = gazetteer_inside
         self.type_folds = type_folds
         self.scheme = scheme
         self.decoding = decoding
@@ -494,7 +501,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
         if self.neighbours:
             prefetch_neighbours(analyses, self.neighbours)
         return (character_features(r.text, a, neighbour_tokens(a, self.neighbours) if self.neighbours else None, p,
-                                   self.gazetteer)
+                                   self.gazetteer, self.gazetteer_inside)
                 for r, a, p in zip(records, analyses, priors))
 
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "CharacterCRF":
