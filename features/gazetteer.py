@@ -33,7 +33,7 @@ class EntityGazetteer:
     def __len__(self) -> int:
         return len(self.types)
 
-    def __repr__(self) -> str:  # a model's repr shows its parameters: not 19,000 names
+    def __repr__(self) -> str:  # a model's repr shows its parameters: not 20,000 names
         return f"EntityGazetteer({len(self.types):,} names)"
 
     def matches(self, text: str, inside_from: int = 0) -> list[tuple[int, int, str]]:
