@@ -164,6 +164,12 @@ def load_model(path: Path, task: str, versions: dict[str, str], trust_pickle: bo
     problem = mismatch() if callable(mismatch) else None
     if problem:
         raise ModelFileError(f"{path}: {problem}; train the model again with this version")
+    # Any model saved before a hyper-parameter was added lacks it, and would fail when it is read (NER's
+    # gazetteer): refused here, for every model, whatever its own layout_mismatch knows.
+    missing = [name for name in expected().get_params(deep=False) if not hasattr(model, name)]
+    if missing:
+        raise ModelFileError(f"{path}: this {task} {metadata['model']} model was saved by a version without the "
+                             f"hyper-parameters {', '.join(missing)}; train the model again with this version")
     return model, metadata
 
 

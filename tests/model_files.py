@@ -10,9 +10,10 @@ from baselines.persistence import load_model, save_model
 
 
 def assert_persists_and_refused_without(tmp_path, model, task: str, model_name: str, test: list, attribute: str,
-                                        refusal: str) -> None:
+                                        refusal: str):
     """Saved and loaded, `model` predicts `test` exactly as before; saved without `attribute` (as a version
-    before it saved the model), loading it fails with a ModelFileError matching `refusal`."""
+    before it saved the model), loading it fails with a ModelFileError matching `refusal`. Returns the model
+    loaded back."""
     train_file = tmp_path / "train"
     train_file.write_text("", encoding="utf-8")
     save_model(tmp_path / "new.joblib", model, task, model_name, [train_file], versions())
@@ -22,3 +23,4 @@ def assert_persists_and_refused_without(tmp_path, model, task: str, model_name: 
     save_model(tmp_path / "old.joblib", model, task, model_name, [train_file], versions())
     with pytest.raises(ModelFileError, match=refusal):
         load_model(tmp_path / "old.joblib", task, versions())
+    return loaded
