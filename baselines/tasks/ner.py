@@ -1,6 +1,8 @@
 """NER: character-level IOB2 tagging of persons, locations, organisations, dates, times and quantities."""
 from __future__ import annotations
 
+import ctypes
+import threading
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from numbers import Integral, Real
@@ -30,6 +32,10 @@ from features.tags import to_sejong
 from features.vectorize import NEIGHBOUR_TAGS, neighbour_tokens, prefetch_neighbours
 
 TAGS = scoring.NER_TAGS
+
+# crfsuite's online trainers shuffle the sentences before each epoch with the C library's rand(), which
+# nothing in crfsuite seeds: left alone, a fit would depend on every rand() call made before it in the process.
+_C_RAND_LOCK = threading.Lock()
 
 
 @dataclass
@@ -416,6 +422,17 @@ def character_features(text: str, analysis: Analysis,
     return rows
 
 
+def seed_c_rand(seed: int) -> None:
+    """Seed the C library's rand(), which crfsuite's online trainers shuffle with."""
+    try:
+        srand = ctypes.CDLL(None).srand
+    except (OSError, TypeError, AttributeError):  # no C library to open by that name (Windows)
+        raise ValueError("algorithm='pa' seeds the C library's rand(), which this platform does not expose; "
+                         "use algorithm='lbfgs'") from None
+    # glibc takes a seed of 0 for 1; shifted by one, seeds 0 to 2**32 - 2 each give their own order.
+    srand(ctypes.c_uint(seed % (2**32 - 1) + 1))
+
+
 class CharacterCRF(TaskModel, BaseEstimator):
     """Linear-chain CRF (sklearn-crfsuite, L-BFGS with elastic net) over characters, with character,
     class, window and n-gram features, the Kiwi morpheme covering each character, that morpheme's nearest
@@ -425,10 +442,20 @@ class CharacterCRF(TaskModel, BaseEstimator):
     ----------
     c1, c2 : float
         L1 and L2 penalties of the CRF.
+    algorithm : 'lbfgs' or 'pa'
+        How crfsuite learns the weights. 'lbfgs': the CRF's likelihood with an elastic-net penalty (c1, c2), by
+        L-BFGS (max_iterations). 'pa': passive-aggressive updates, one sentence at a time (Crammer et al. 2006;
+        crfsuite's type 1, averaged), `epochs` passes over the training sentences in an order shuffled by
+        `random_state`.
+    epochs : int
+        Passes over the training sentences with algorithm='pa'.
+    aggressiveness : float
+        With algorithm='pa', how far one sentence may move the weights (crfsuite's C); smaller is more
+        regularised.
     max_iterations : int
-        L-BFGS iterations. 80, for time: 3-fold CV on the 5,000 training sentences gives entity F1 81.66 at 80
-        and 81.77 at 110 (± 0.2-0.4 between folds; results/tuning/ner-crf-max-iterations.json), and the fit
-        takes a quarter less.
+        L-BFGS iterations with algorithm='lbfgs'. 80, for time: 3-fold CV on the 5,000 training sentences
+        gives entity F1 81.66 at 80 and 81.77 at 110 (± 0.2-0.4 between folds;
+        results/tuning/ner-crf-max-iterations.json), and the fit takes a quarter less.
     neighbours : int
         Nearest morphemes of the covering morpheme in Kiwi's CoNg model; 0 leaves them out.
     gazetteer : features.gazetteer.EntityGazetteer or None
@@ -457,7 +484,9 @@ class CharacterCRF(TaskModel, BaseEstimator):
         taken: below 1, a character the CRF is unsure of goes to an entity (the CRF misses more entity
         characters than it invents). 1 with Viterbi decoding.
     random_state : int
-        L-BFGS is deterministic; kept for the common model interface.
+        Seeds the order in which algorithm='pa' visits the sentences: crfsuite shuffles them with the C
+        library's rand(), seeded with this before each fit (the same fit in every process on the same C
+        library). L-BFGS is deterministic and reads no seed.
 
     Attributes
     ----------
@@ -473,6 +502,8 @@ class CharacterCRF(TaskModel, BaseEstimator):
     _headline = staticmethod(headline)
 
     _parameter_constraints = {
+        "algorithm": [StrOptions({"lbfgs", "pa"})], "epochs": [ITERATIONS],
+        "aggressiveness": [Interval(Real, 0, None, closed="neither")],
         "c1": [NON_NEGATIVE], "c2": [NON_NEGATIVE], "max_iterations": [ITERATIONS], "neighbours": [NEIGHBOURS],
         "gazetteer": [None, HasMethods(["matches"])], "gazetteer_inside": [Interval(Integral, 0, 100, closed="both")],
         "type_folds": [*FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})],
@@ -480,10 +511,14 @@ class CharacterCRF(TaskModel, BaseEstimator):
         "random_state": [SEED],
     }
 
-    def __init__(self, *, c1: float = 0.05, c2: float = 0.05, max_iterations: int = 80, neighbours: int = 20,
+    def __init__(self, *, algorithm: str = "lbfgs", epochs: int = 10, aggressiveness: float = 1.0,
+                 c1: float = 0.05, c2: float = 0.05, max_iterations: int = 80, neighbours: int = 20,
                  gazetteer: EntityGazetteer | None = None, gazetteer_inside: int = 3, type_folds: int = 5,
                  scheme: str = "iobes", decoding: str = "viterbi", outside_weight: float = 1.0,
                  random_state: int = 0):
+        self.algorithm = algorithm
+        self.epochs = epochs
+        self.aggressiveness = aggressiveness
         self.c1 = c1
         self.c2 = c2
         self.max_iterations = max_iterations
@@ -494,7 +529,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
         self.scheme = scheme
         self.decoding = decoding
         self.outside_weight = outside_weight
-        self.random_state = random_state  # L-BFGS is deterministic; kept for the common model interface
+        self.random_state = random_state
 
     def _features(self, records: Sequence[NerSentence], analyses: Sequence[Analysis],
                   priors: Sequence[dict | None]) -> Iterator[list[dict[str, str | float]]]:
@@ -531,10 +566,18 @@ class CharacterCRF(TaskModel, BaseEstimator):
             typed = [morpheme_types(a, tags) for a, tags in zip(analyses, y)]
             priors = jackknifed_type_features(typed, self.type_folds)
             self.morpheme_types_ = {key: type_features(c) for key, c in count_types(typed).items()}
-        self.crf_ = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=self.c1, c2=self.c2,
-                                         max_iterations=self.max_iterations, all_possible_transitions=True)
-        self.crf_.fit(self._features(records, analyses, priors),
-                      [to_iobes(tags) if self.scheme == "iobes" else list(tags) for tags in y])
+        features = self._features(records, analyses, priors)
+        labels = [to_iobes(tags) if self.scheme == "iobes" else list(tags) for tags in y]
+        if self.algorithm == "pa":
+            self.crf_ = sklearn_crfsuite.CRF(algorithm="pa", pa_type=1, c=self.aggressiveness,
+                                             max_iterations=self.epochs, all_possible_transitions=True)
+            with _C_RAND_LOCK:  # threads share the C library's generator
+                seed_c_rand(self.random_state)
+                self.crf_.fit(features, labels)
+        else:
+            self.crf_ = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=self.c1, c2=self.c2,
+                                             max_iterations=self.max_iterations, all_possible_transitions=True)
+            self.crf_.fit(features, labels)
         return self
 
     def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
