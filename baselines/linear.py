@@ -29,11 +29,39 @@ _MEMORY = 10  # (s, y) pairs that L-BFGS keeps, as SciPy's default
 _FTOL = 64 * np.finfo(float).eps  # relative decrease under which the fit stops, as scikit-learn's lbfgs
 _ROWS_PER_BLOCK = 2048  # fewer rows than this in a block, and starting a thread costs more than it saves
 _BLOCKS_PER_THREAD = 4
+_CACHED_RUN = 1 << 15  # values whose products (256 KB) stay in a core's cache
 
 
 def ordered_dot(a: np.ndarray, b: np.ndarray) -> float:
-    """Sum of a * b in an order that depends only on the length (numpy's pairwise sum), never on BLAS."""
-    return float(np.add.reduce((a * b).ravel()))
+    """Sum of a * b in an order that depends only on the length (numpy's pairwise sum), never on BLAS.
+
+    It is np.add.reduce((a * b).ravel()) to the last bit, without the vector of products: numpy's pairwise
+    sum halves a run of n values at n // 2 less its remainder by 8 until a half is short, so the halves are
+    split here the same way, down to runs whose products fit in a core's cache, and each run's products
+    are summed by numpy; its sums are added as numpy would add them. A long vector of products cost L-BFGS
+    more than the data (RE's fit: 61 iterations, 25 s in these sums), in memory traffic."""
+    a, b = a.ravel(), b.ravel()
+    products = np.empty(min(a.size, _CACHED_RUN))
+
+    def pairwise(start: int, length: int) -> float:
+        if length <= _CACHED_RUN:
+            run = products[:length]
+            np.multiply(a[start:start + length], b[start:start + length], out=run)
+            return float(np.add.reduce(run))
+        half = length // 2
+        half -= half % 8
+        return pairwise(start, half) + pairwise(start + half, length - half)
+
+    return pairwise(0, a.size)
+
+
+def add_scaled(target: np.ndarray, vector: np.ndarray, factor: float) -> None:
+    """target += factor * vector, run by run (the same values as the whole expression, with no vector of
+    the products)."""
+    scaled = np.empty(min(target.size, _CACHED_RUN))
+    for start in range(0, target.size, _CACHED_RUN):
+        run = target[start:start + _CACHED_RUN]
+        run += np.multiply(vector[start:start + _CACHED_RUN], factor, out=scaled[:run.size])
 
 
 class OrderedLogisticRegression(ClassifierMixin, BaseEstimator):
@@ -287,12 +315,12 @@ def _two_loop(gradient: np.ndarray, steps: list[tuple[np.ndarray, np.ndarray, fl
     alphas = []
     for s, y, rho in reversed(steps):
         alpha = rho * ordered_dot(s, q)
-        q -= alpha * y
+        add_scaled(q, y, -alpha)  # q - alpha y: the same values, as -alpha is exact
         alphas.append(alpha)
     if steps:
         s, y, rho = steps[-1]
         q *= 1.0 / (rho * ordered_dot(y, y))
     for (s, y, rho), alpha in zip(steps, reversed(alphas)):
         beta = rho * ordered_dot(y, q)
-        q += (alpha - beta) * s
-    return -q
+        add_scaled(q, s, alpha - beta)
+    return np.negative(q, out=q)

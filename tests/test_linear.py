@@ -14,7 +14,7 @@ from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 
-from baselines.linear import OrderedLogisticRegression, RowBlocks
+from baselines.linear import OrderedLogisticRegression, RowBlocks, add_scaled, ordered_dot
 
 
 @pytest.mark.parametrize("classes", [2, 4])
@@ -49,7 +49,7 @@ FIT_AND_PRINT = """
 import hashlib
 import numpy as np
 from scipy import sparse
-from baselines.linear import OrderedLogisticRegression, RowBlocks
+from baselines.linear import OrderedLogisticRegression, RowBlocks, add_scaled, ordered_dot
 rng = np.random.default_rng(0)
 X = sparse.random(3000, 4000, density=0.01, format="csr", random_state=0)
 y = (X @ rng.normal(size=4000) + rng.normal(size=3000) > 0).astype(int) + (rng.random(3000) > 0.7)
@@ -111,3 +111,15 @@ def test_numpy_is_asked_for_loops_no_wider_than_avx2_before_it_loads(preset, fir
     done = subprocess.run([sys.executable, "-c", first + NUMPY_FEATURES], env=env, capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == expected
+
+
+@pytest.mark.parametrize("length", [1, 7, 128, 129, 2 ** 15, 2 ** 15 + 1, 8 * 2 ** 15 + 3, 1_000_003])
+def test_the_run_by_run_sums_are_numpys_whole_vector_sums_to_the_last_bit(length):
+    rng = np.random.default_rng(length)
+    a, b = rng.standard_normal(length) * 1e3, rng.standard_normal(length)
+    assert ordered_dot(a, b) == float(np.add.reduce(a * b))
+    assert ordered_dot(a.reshape(1, -1), b.reshape(1, -1)) == float(np.add.reduce(a * b))
+    target = rng.standard_normal(length)
+    expected = target - 0.37 * b
+    add_scaled(target, b, -0.37)
+    assert np.array_equal(target, expected)
