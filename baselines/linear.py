@@ -240,14 +240,17 @@ class _Objective:
         self.truth = np.zeros((len(codes), classes))
         self.truth[np.arange(len(codes)), codes] = 1.0
         self.penalty = 1.0 / (C * self.total)
+        self.transposed = np.empty((self.features, classes))  # W', written over at each call
 
     def split(self, point: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         cut = self.classes * self.features
         return point[:cut].reshape(self.classes, self.features), point[cut:]
 
-    def __call__(self, point: np.ndarray) -> tuple[float, np.ndarray]:
+    def __call__(self, point: np.ndarray, out: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+        """The loss at `point` and its gradient, written into `out` when given."""
         W, b = self.split(point)
-        logits = self.X.product(np.ascontiguousarray(W.T))
+        np.copyto(self.transposed, W.T)
+        logits = self.X.product(self.transposed)
         logits += b
         top = logits.max(axis=1, keepdims=True)
         exps = _exp_of_non_positive(logits - top)
@@ -258,7 +261,7 @@ class _Objective:
         # Built in place in one vector, block by block of features: with 30 classes and 240,000 features a vector
         # is 58 MB, and X'R whole, the sum, its flattening and the concatenation each made one more.
         # p W + X'R is X'R + p W to the last bit.
-        gradient = np.empty_like(point)
+        gradient = np.empty_like(point) if out is None else out
         gradient_W, gradient_b = self.split(gradient)
         np.multiply(W, self.penalty, out=gradient_W)
 
@@ -270,38 +273,55 @@ class _Objective:
         return loss, gradient
 
 
+def _largest_magnitude(vector: np.ndarray) -> float:
+    """np.abs(vector).max() without a vector of magnitudes."""
+    return max(float(vector.max()), -float(vector.min()))
+
+
 def _minimise(objective: _Objective, point: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, np.ndarray]:
     """L-BFGS with a backtracking (Armijo) line search; returns the point and the iterations run."""
     loss, gradient = objective(point)
     steps: list[tuple[np.ndarray, np.ndarray, float]] = []  # (s, y, 1 / s·y)
+    # Vectors that the memory lets go are written over, not allocated again: a new vector of this size comes
+    # from the kernel as fresh pages, whose zeroing took longer than the arithmetic on it (RE: 58 MB each, a
+    # few per iteration). Nor do the kept ones add to the peak: the memory holds 20, a few more on top was
+    # most of a large fit's peak.
+    spare: list[np.ndarray] = []
+
+    def vector() -> np.ndarray:
+        return spare.pop() if spare else np.empty_like(point)
+
     iteration = 0
-    while iteration < max_iter and np.abs(gradient).max() > tol:
+    while iteration < max_iter and _largest_magnitude(gradient) > tol:
         iteration += 1
-        direction = _two_loop(gradient, steps)
+        direction = _two_loop(gradient, steps, vector())
         slope = ordered_dot(gradient, direction)
         if slope >= 0:  # not a descent direction: start the memory again
+            spare.extend(kept for pair in steps for kept in pair[:2])
             steps.clear()
-            direction, slope = -gradient, -ordered_dot(gradient, gradient)
-        step = 1.0 if steps else min(1.0, 1.0 / np.abs(gradient).max())
-        # Vectors are reused where the arithmetic allows: the memory holds 20 of them, and a few more on top
-        # was most of a large fit's peak (RE: 58 MB each).
-        candidate = np.empty_like(point)
+            np.negative(gradient, out=direction)
+            slope = -ordered_dot(gradient, gradient)
+        step = 1.0 if steps else min(1.0, 1.0 / _largest_magnitude(gradient))
+        candidate, new_gradient = vector(), vector()
         for _halving in range(50):
             np.multiply(direction, step, out=candidate)
             candidate += point
-            new_loss, new_gradient = objective(candidate)
+            new_loss, _ = objective(candidate, out=new_gradient)
             if new_loss <= loss + _ARMIJO * step * slope:
                 break
-            new_gradient = None
             step *= 0.5
         else:
             break  # no decrease along the direction: as good as this arithmetic allows
-        del direction
+        spare.append(direction)
         s, y = np.subtract(candidate, point, out=point), np.subtract(new_gradient, gradient, out=gradient)
         curvature = ordered_dot(s, y)
         if curvature > 1e-10 * ordered_dot(y, y):
             steps.append((s, y, 1.0 / curvature))
+            for dropped in steps[:-_MEMORY]:
+                spare.extend(dropped[:2])
             del steps[:-_MEMORY]
+        else:
+            spare.extend((s, y))
         decrease = (loss - new_loss) / max(abs(loss), abs(new_loss), 1.0)
         point, loss, gradient = candidate, new_loss, new_gradient
         if decrease <= _FTOL:
@@ -309,9 +329,11 @@ def _minimise(objective: _Objective, point: np.ndarray, tol: float, max_iter: in
     return point, np.array([iteration])
 
 
-def _two_loop(gradient: np.ndarray, steps: list[tuple[np.ndarray, np.ndarray, float]]) -> np.ndarray:
-    """-H g for the inverse Hessian approximation that the kept steps define."""
-    q = gradient.copy()
+def _two_loop(gradient: np.ndarray, steps: list[tuple[np.ndarray, np.ndarray, float]],
+              out: np.ndarray) -> np.ndarray:
+    """-H g for the inverse Hessian approximation that the kept steps define, written into `out`."""
+    q = out
+    np.copyto(q, gradient)
     alphas = []
     for s, y, rho in reversed(steps):
         alpha = rho * ordered_dot(s, q)
