@@ -284,8 +284,8 @@ def _minimise(objective: _Objective, point: np.ndarray, tol: float, max_iter: in
     steps: list[tuple[np.ndarray, np.ndarray, float]] = []  # (s, y, 1 / s·y)
     # Vectors that the memory lets go are written over, not allocated again: a new vector of this size comes
     # from the kernel as fresh pages, whose zeroing took longer than the arithmetic on it (RE: 58 MB each, a
-    # few per iteration). Nor do the kept ones add to the peak: the memory holds 20, a few more on top was
-    # most of a large fit's peak.
+    # few per iteration). The memory holds 20; the spares, taken again within the iteration, and the objective's
+    # W' add about one vector to a fit's peak (RE's process: 2,107 -> 2,176 MiB).
     spare: list[np.ndarray] = []
 
     def vector() -> np.ndarray:

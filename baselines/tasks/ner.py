@@ -437,9 +437,9 @@ def seed_c_rand(seed: int) -> None:
 
 
 class CharacterCRF(TaskModel, BaseEstimator):
-    """Linear-chain CRF (sklearn-crfsuite, L-BFGS with elastic net) over characters, with character,
-    class, window and n-gram features, the Kiwi morpheme covering each character, that morpheme's nearest
-    morphemes in Kiwi's language model and how that morpheme was tagged in training.
+    """Linear-chain CRF (sklearn-crfsuite: L-BFGS with elastic net, or passive-aggressive) over characters,
+    with character, class, window and n-gram features, the Kiwi morpheme covering each character, that
+    morpheme's nearest morphemes in Kiwi's language model and how that morpheme was tagged in training.
 
     Parameters
     ----------
