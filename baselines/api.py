@@ -526,9 +526,7 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     shown_files: dict[str, dict[int, Any]] = {}
     for requirement in spec.requires:
         if requirement.file_param in grid:
-            if requirement.model_param not in estimator.get_params():
-                raise driver.UsageError(f"{name} takes no {requirement.task} {requirement.provides}, so no "
-                                        f"{requirement.file_param}")
+            driver.check_requirement_taken(name, estimator, requirement)
             files = grid.pop(requirement.file_param)
             values = [None if file is None else driver.requirement_value(requirement, file, seed, log)
                       for file in files]

@@ -121,15 +121,20 @@ def build_model(task: TaskSpec, model_name: str | None, seed: int, resources: di
              if requirement.file_param in params}
     check_params(name, model, params)
     for requirement in files:
-        if requirement.model_param not in model.get_params():
-            raise UsageError(f"{name} takes no {requirement.task} {requirement.provides}, so no "
-                             f"{requirement.file_param}")
+        check_requirement_taken(name, model, requirement)
     if params:
         model.set_params(**params)
     check_values(name, model)
     for requirement, path in files.items():
         model.set_params(**{requirement.model_param: requirement_value(requirement, path, seed, log)})
     return name, model
+
+
+def check_requirement_taken(name: str, model: Any, requirement: Requirement) -> None:
+    """A UsageError unless the model has the parameter that another task's file (`requirement`) sets."""
+    if requirement.model_param not in model.get_params():
+        raise UsageError(f"{name} takes no {requirement.task} {requirement.provides}, so no "
+                         f"{requirement.file_param}")
 
 
 def requirement_value(requirement: Requirement, path: Any, seed: int, log: Callable[[str], None] = progress.quiet):

@@ -1021,6 +1021,8 @@ def test_a_missing_or_wrong_re_file_for_the_ner_gazetteer_is_one_error_line(tmp_
     assert "re_train" in line
     line = refused("tune", "ner", "--model", "trivial", "--param", "re_train=null", "--results-dir", tmp_path)
     assert "trivial takes no re gazetteer, so no re_train" in line
+    line = refused("run", "ner", "--model", "trivial", "--param", f"re_train={not_re}", "--results-dir", tmp_path)
+    assert "trivial takes no re gazetteer, so no re_train" in line
 
 
 def test_a_determinism_run_that_fails_is_one_error_line_and_another_tasks_file_is_made_absolute(tmp_path,
