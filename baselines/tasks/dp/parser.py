@@ -220,6 +220,10 @@ class MstParser(TaskModel, BaseEstimator):
         heads, dependents, features = arcs
         size = len(sentence.words) + 1
         scores = np.full((size, size), -np.inf)
+        if siblings is not None:
+            # The head-final decoder reads only arcs to a head on the right: the others go unscored (-inf).
+            rightward = heads > dependents
+            heads, dependents, features = heads[rightward], dependents[rightward], features[rightward]
         scores[heads, dependents] = weights[features].sum(axis=1)
         if siblings is not None:
             sibling_heads, outer, inner, sibling_slots = siblings
@@ -362,16 +366,19 @@ class MstParser(TaskModel, BaseEstimator):
         against, for_ = order[:ARC_FEATURES_NAMED], order[-ARC_FEATURES_NAMED:]
         kept = np.concatenate([against[weights[against] < 0], for_[weights[for_] > 0]])
         names: dict[int, dict[str, None]] = {int(index): {} for index in kept}
+        is_kept = np.zeros(len(weights), dtype=bool)
+        is_kept[kept] = True
         for parts, namer in ((arcs, arc_feature_name), (siblings, sibling_feature_name)):
             for sentence, (*ends, features) in zip(records, parts):
-                hits = np.isin(features, kept)
-                if not hits.any():
+                hit_rows, hit_columns = np.nonzero(is_kept[features])
+                if not len(hit_rows):
                     continue
                 rows = [ROOT] + [self._as_featurized(eojeol_attributes(w)) for w in sentence.words]
-                for column in np.flatnonzero(hits.any(axis=0)):
-                    indices, first = np.unique(features[hits[:, column], column], return_index=True)
-                    for index, row in zip(indices, np.flatnonzero(hits[:, column])[first]):
-                        names[int(index)][namer(rows, *(int(end[row]) for end in ends), int(column))] = None
+                # Each kept index is named once per column, from the first row where it fires there.
+                indices = features[hit_rows, hit_columns]
+                _keys, first = np.unique(hit_columns * len(weights) + indices, return_index=True)
+                for row, column, index in zip(hit_rows[first], hit_columns[first], indices[first]):
+                    names[int(index)][namer(rows, *(int(end[row]) for end in ends), int(column))] = None
         return [(index, " / ".join(found)) for index, found in names.items() if found]
 
     def _fit_relations(self, records: Sequence[DpSentence]) -> None:

@@ -2,6 +2,8 @@
 head-final projective, each with exactly one root child."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 
@@ -171,27 +173,27 @@ def head_final_sibling_tree(scores: np.ndarray, siblings: np.ndarray) -> np.ndar
     outer = np.full((size + 1, size + 1), -np.inf)
     inner_of = np.full((size + 1, size + 1), -1, dtype=int)  # outer's next dependent inside; -1: none
     leftmost = np.zeros((size + 1, size + 1), dtype=int)  # complete's leftmost dependent
+    # Flat views: each step reads its parts through index arrays made once per sentence length.
+    flat_complete, flat_outer, flat_scores = complete.reshape(-1), outer.reshape(-1), scores.reshape(-1)
+    flat_siblings, flat_inner_of, flat_leftmost = siblings.reshape(-1), inner_of.reshape(-1), leftmost.reshape(-1)
     # Span by span length, all starts at once: a span's parts are all shorter, or (complete's outer part)
     # of the same length and computed just before it.
-    for length in range(1, size):
-        starts = np.arange(1, size + 1 - length)
-        ends = starts + length
-        if length == 1:
-            outer[starts, ends] = scores[ends, starts]
+    for rows, starts, spans, arcs, inner_parts, inside, left_parts in _sibling_chart(size):
+        if inner_parts is None:
+            flat_outer[spans] = flat_scores[arcs]
         else:
-            inside = starts[:, None] + 1 + np.arange(length - 1)[None, :]
-            joined = (complete[starts[:, None] + 1, inside] + outer[inside, ends[:, None]]
-                      + siblings[ends[:, None], starts[:, None], inside])
+            complete_part, outer_part, sibling_part = inner_parts
+            joined = flat_complete[complete_part] + flat_outer[outer_part]
+            joined += flat_siblings[sibling_part]
             best = joined.argmax(axis=1)
-            outer[starts, ends] = joined[np.arange(len(starts)), best] + scores[ends, starts]
-            inner_of[starts, ends] = inside[np.arange(len(starts)), best]
-        middle = starts[:, None] + np.arange(length)[None, :]  # the leftmost dependent
+            flat_outer[spans] = joined[rows, best] + flat_scores[arcs]
+            flat_inner_of[spans] = inside[rows, best]
+        complete_part, outer_part, sibling_part = left_parts
         # Summed in this order, the decoder's first form's: the last bits, and so the ties, stay as recorded.
-        joined = complete[starts[:, None], middle] + (outer[middle, ends[:, None]]
-                                                      + siblings[ends[:, None], 0, middle])
+        joined = flat_complete[complete_part] + (flat_outer[outer_part] + flat_siblings[sibling_part])
         best = joined.argmax(axis=1)
-        complete[starts, ends] = joined[np.arange(len(starts)), best]
-        leftmost[starts, ends] = middle[np.arange(len(starts)), best]
+        flat_complete[spans] = joined[rows, best]
+        flat_leftmost[spans] = starts + best
     stack = [("complete", 1, size)]
     while stack:
         kind, start, end = stack.pop()
@@ -206,3 +208,27 @@ def head_final_sibling_tree(scores: np.ndarray, siblings: np.ndarray) -> np.ndar
         heads[dependent] = end
         stack += [("complete", start + 1 if kind == "outer" else start, dependent), ("outer", dependent, end)]
     return heads
+
+
+@functools.lru_cache(maxsize=128)
+def _sibling_chart(size: int) -> tuple:
+    """For head_final_sibling_tree over `size` words, per span length: the rows, the spans' starts, the flat
+    (size + 1)-square indices of the spans [s, t] and of their arcs t -> s; for outer, the flat indices of
+    complete[s + 1, r'], outer[r', t] and siblings[t, s, r'] over the inside dependents r' (None at length 1,
+    which has none) and those r'; for complete, those of complete[s, r], outer[r, t] and siblings[t, 0, r]
+    over the leftmost dependents r."""
+    side = size + 1
+    chart = []
+    for length in range(1, size):
+        starts = np.arange(1, size + 1 - length)
+        ends = starts + length
+        rows = np.arange(len(starts))
+        inner_parts = inside = None
+        if length > 1:
+            inside = starts[:, None] + 1 + np.arange(length - 1)[None, :]
+            inner_parts = ((starts[:, None] + 1) * side + inside, inside * side + ends[:, None],
+                           (ends[:, None] * side + starts[:, None]) * side + inside)
+        middle = starts[:, None] + np.arange(length)[None, :]
+        left_parts = (starts[:, None] * side + middle, middle * side + ends[:, None], ends[:, None] * side * side + middle)
+        chart.append((rows, starts, starts * side + ends, ends * side + starts, inner_parts, inside, left_parts))
+    return tuple(chart)
