@@ -10,7 +10,7 @@ import pytest
 
 from baselines.tasks.dp import (DpSentence, DpWord, MstParser, eojeol_attributes, is_head_final, is_projective,
                                 targets, tree_problem)
-from baselines.tasks.dp.features import sibling_features, sibling_triples
+from baselines.tasks.dp.features import ROOT, relation_features, sibling_features, sibling_triples
 from baselines.tasks.dp.parser import sibling_rows
 from baselines.tasks.dp.trees import head_final_sibling_tree, max_spanning_tree, projective_tree, tree_score
 from model_files import assert_persists_and_refused_without
@@ -189,6 +189,32 @@ def test_the_parser_keeps_weights_only_for_slots_that_have_one_and_scores_as_wit
     _heads, _dependents, indices = model._shaped_arcs(test, model._slot_index())
     assert len(indices) == shaped.sum() < len(hashed)
     assert np.array_equal(weights[indices].sum(axis=1), every_slot[hashed[shaped]].sum(axis=1))
+
+
+def test_the_relation_labeller_sees_the_context_asked_for_and_keeps_only_frequent_features():
+    sentence = planted_sentence("p", ["학생", "책", "도서관"])
+    attributes = [ROOT] + [eojeol_attributes(w) for w in sentence.words]
+    heads = [w.head for w in sentence.words]
+    arc, context, tree = (relation_features(sentence, attributes, 2, 4, shown, heads)
+                          for shown in ("arc", "context", "tree"))
+    assert set(arc) < set(context) < set(tree)
+    assert {"d-1_last_pos=JKS", "d+1_first_pos=NNG", "h_form=봤다."} <= set(context) - set(arc)
+    assert {"outward=1", "adjacent=False|JKO", "own_dependents=0|JKO"} == set(tree) - set(context)
+    assert "outward=0" in relation_features(sentence, attributes, 3, 4, "tree", heads)  # the nearest dependent
+    rng = np.random.default_rng(5)
+    train = [planted_sentence(f"p{i}", list(rng.choice(NOUNS, 3, replace=False))) for i in range(30)]
+    train_rows = [row for s in train for row in
+                  MstParser()._relation_rows(s, [w.head for w in s.words])]
+    arcs_fired = {}
+    for row in train_rows:
+        for name in row:
+            arcs_fired[name] = arcs_fired.get(name, 0) + 1
+    for least in (1, 3):
+        model = MstParser(epochs=1, dimension=2 ** 16, label_min_count=least).fit(train, targets(train))
+        kept = set(model.relation_vectorizer_.get_feature_names_out())
+        assert kept == {name for name, count in arcs_fired.items() if count >= least}
+        assert model.relation_classifier_.coef_.shape[1] == len(kept)
+    assert {name for name, count in arcs_fired.items() if count < 3}  # so the two fits above differ
 
 
 def test_eojeol_attributes_skip_final_punctuation():

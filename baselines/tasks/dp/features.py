@@ -2,6 +2,8 @@
 their readable names, and the relation labeller's features."""
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from baselines.tasks.dp.data import DpSentence, DpWord
@@ -206,8 +208,12 @@ def sibling_feature_name(rows: list[dict[str, str]], head: int, outer: int, inne
     return name
 
 
-def relation_features(sentence: DpSentence, attributes: list[dict[str, str]], dependent: int,
-                       head: int) -> dict[str, float]:
+def relation_features(sentence: DpSentence, attributes: list[dict[str, str]], dependent: int, head: int,
+                       context: str = "arc", heads: Sequence[int] = ()) -> dict[str, float]:
+    """The relation labeller's features of the arc head -> dependent (attributes: eojeol_attributes of the
+    root, then of each eojeol). context 'arc': the two ends and the arc's direction and distance; 'context':
+    also the eojeols beside the dependent and more of the head; 'tree': also where the dependent sits among
+    the head's dependents in the sentence's tree `heads` (1-based, 0 = root)."""
     d = attributes[dependent]
     h = attributes[head] if head > 0 else ROOT
     direction = "L" if head < dependent else "R"
@@ -217,4 +223,23 @@ def relation_features(sentence: DpSentence, attributes: list[dict[str, str]], de
     features.update({f"pair={d['last_pos']}|{h['last_pos']}": 1.0, f"pair2={d['last_lemma']}|{h['first_pos']}": 1.0,
                      f"dir={direction}{distance}": 1.0, f"dir_pos={direction}|{d['last_pos']}": 1.0,
                      f"is_last={dependent == len(sentence.words)}": 1.0})
+    if context == "arc":
+        return features
+    after = attributes[dependent + 1] if dependent < len(sentence.words) else _END
+    before = attributes[dependent - 1] if dependent > 1 else _START
+    features.update({
+        f"d+1_first_pos={after['first_pos']}": 1.0, f"d+1_last_pos={after['last_pos']}": 1.0,
+        f"d-1_last_pos={before['last_pos']}": 1.0, f"d_last|d+1_first={d['last_pos']}|{after['first_pos']}": 1.0,
+        f"h_form={h['form']}": 1.0, f"h_first_lemma={h['first_lemma']}": 1.0,
+        f"lemmas={d['last_lemma']}|{h['last_lemma']}": 1.0, f"patterns={d['pos_pattern']}|{h['pos_pattern']}": 1.0})
+    if context == "tree":
+        siblings = [other for other, its_head in enumerate(heads, start=1) if its_head == head]
+        outward = len(siblings) - 1 - siblings.index(dependent)  # 0: the head's nearest dependent
+        own = sum(1 for its_head in heads if its_head == dependent)
+        features.update({f"outward={min(outward, 4)}": 1.0, f"adjacent={head == dependent + 1}|{d['last_pos']}": 1.0,
+                         f"own_dependents={min(own, 3)}|{d['last_pos']}": 1.0})
     return features
+
+
+_START = {name: "<start>" for name in ATTRIBUTES}  # before the first eojeol, for relation_features
+_END = {name: "<end>" for name in ATTRIBUTES}  # after the last
