@@ -10,9 +10,11 @@ import pytest
 
 from baselines.tasks.dp import (DpSentence, DpWord, MstParser, eojeol_attributes, is_head_final, is_projective,
                                 targets, tree_problem)
-from baselines.tasks.dp.features import ROOT, relation_features, sibling_features, sibling_triples
-from baselines.tasks.dp.parser import sibling_rows
-from baselines.tasks.dp.trees import head_final_sibling_tree, max_spanning_tree, projective_tree, tree_score
+from baselines.tasks.dp.features import (ROOT, grand_features, grand_triples, relation_features, sibling_features,
+                                        sibling_triples)
+from baselines.tasks.dp.parser import grand_rows, sibling_rows
+from baselines.tasks.dp.trees import (head_final_grand_sibling_tree, head_final_sibling_tree, max_spanning_tree,
+                                      projective_tree, tree_score)
 from model_files import assert_persists_and_refused_without
 
 
@@ -122,6 +124,31 @@ def test_second_order_decoder_finds_the_best_head_final_tree_on_small_cases():
             assert second_order_score(scores, siblings, heads) == pytest.approx(best)
 
 
+def grandparent_score(scores: np.ndarray, siblings: np.ndarray, grands: np.ndarray, heads: np.ndarray) -> float:
+    """second_order_score plus, for each arc h -> d below the root's child, grands[head of h, h, d]."""
+    return second_order_score(scores, siblings, heads) + sum(
+        grands[heads[heads[d]], heads[d], d] for d in range(1, len(heads)) if heads[d] > 0)
+
+
+def test_grandparent_decoder_finds_the_best_head_final_tree_on_small_cases():
+    rng = np.random.default_rng(23)
+    for size in range(1, 7):
+        for _ in range(25):
+            scores, siblings, grands = (rng.normal(size=(size + 1,) * dimensions) for dimensions in (2, 3, 3))
+            heads = head_final_grand_sibling_tree(scores, siblings, grands)
+            assert is_head_final(heads[1:]) and is_projective(heads[1:])
+            best = max(grandparent_score(scores, siblings, grands, tree) for tree in head_final_trees(size))
+            assert grandparent_score(scores, siblings, grands, heads) == pytest.approx(best)
+
+
+def test_grandparent_decoder_without_grandparent_scores_is_the_sibling_decoder():
+    rng = np.random.default_rng(29)
+    for size in (1, 2, 5, 9, 20):
+        scores, siblings = rng.normal(size=(size + 1, size + 1)), rng.normal(size=(size + 1,) * 3)
+        assert np.array_equal(head_final_grand_sibling_tree(scores, siblings, np.zeros((size + 1,) * 3)),
+                              head_final_sibling_tree(scores, siblings))
+
+
 def test_second_order_decoder_without_sibling_scores_is_eisner_on_head_final_arcs():
     rng = np.random.default_rng(19)
     for size in (2, 5, 9, 15):
@@ -139,6 +166,14 @@ def test_sibling_rows_are_the_trees_leftmost_dependents_and_neighbouring_pairs()
     rows = sibling_rows((heads, outer, inner, features), tree)
     assert sorted(zip(heads[rows].tolist(), outer[rows].tolist(), inner[rows].tolist())) == [
         (3, 0, 2), (4, 0, 1), (4, 1, 3)]
+
+
+def test_grand_rows_are_the_trees_chains_of_grandparent_head_and_dependent():
+    tree = np.array([0, 4, 3, 4, 0])  # 1 <- 4, 2 <- 3, 3 <- 4, 4 <- root
+    grands, heads, dependents = grand_triples(4)
+    rows = grand_rows((grands, heads, dependents, np.zeros((len(heads), 1), dtype=np.int32)), tree)
+    assert sorted(zip(grands[rows].tolist(), heads[rows].tolist(), dependents[rows].tolist())) == [
+        (0, 4, 1), (0, 4, 3), (4, 3, 2)]
 
 
 def test_tree_shapes_agree_with_their_definitions():
@@ -316,12 +351,27 @@ def test_second_order_parser_learns_sibling_weights_parses_back_and_persists(tmp
     assert_persists_and_refused_without(tmp_path, model, "dp", "mst", test, "order_", "without second-order parsing")
 
 
+def test_third_order_parser_learns_grandparent_weights_and_parses_back():
+    rng = np.random.default_rng(6)
+    train = [planted_clause(f"p{i}", list(rng.choice(NOUNS, 3, replace=False))) for i in range(30)]
+    model = MstParser(epochs=3, dimension=2 ** 16, order=3, warm_epochs=0).fit(train, targets(train))
+    test = [planted_clause("q", ["선생", "편지", "교실"])]
+    assert model.order_ == 3
+    assert model.predict(test)[0] == ([5, 3, 4, 5, 0], ["NP_SBJ", "NP_OBJ", "VP_MOD", "NP_OBJ", "VP"])
+    *_ends, hashed = grand_features(model.featurizer_, train[0])
+    assert np.any(model.weights_[model._slot_index()[hashed]] != 0)  # the grandparent features were learnt
+    named = [name for pairs in model.top_features(top_k=100).values() for name, _weight in pairs]
+    assert any(name.startswith("grandparent: ") for name in named)
+
+
 def test_second_order_is_used_only_where_the_learnt_shape_is_head_final_and_projective():
     rng = np.random.default_rng(8)
     train = [planted_sentence(f"p{i}", list(rng.choice(NOUNS, 3, replace=False))) for i in range(10)]
     left = planted_sentence("left", ["학생", "책", "도서관"])
     left.words[1].head = 1
     assert MstParser(epochs=1, dimension=2 ** 16, order=2).fit(train, targets(train)).order_ == 2
+    assert MstParser(epochs=1, dimension=2 ** 16, order=3).fit(train, targets(train)).order_ == 3
+    assert MstParser(epochs=1, dimension=2 ** 16, order=3).fit(train + [left], targets(train + [left])).order_ == 1
     assert MstParser(epochs=1, dimension=2 ** 16, order=1).fit(train, targets(train)).order_ == 1
     mixed = MstParser(epochs=1, dimension=2 ** 16, order=2).fit(train + [left], targets(train + [left]))
     free = MstParser(epochs=1, dimension=2 ** 16, order=2, structure="free").fit(train, targets(train))

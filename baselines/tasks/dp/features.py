@@ -155,8 +155,51 @@ def sibling_features(featurizer: "ArcFeaturizer",
     return heads, outer, inner, features
 
 
+# Grandparent templates: attributes of a dependent (d), its head (h) and the head's own head (g, the root
+# for the last eojeol). Each is used alone and with the distance from h to g.
+GRAND_TEMPLATES = (
+    (("g", "last_pos"), ("h", "last_pos"), ("d", "last_pos")), (("g", "last_pos"), ("d", "last_pos")),
+    (("g", "last_lemma"), ("h", "last_pos"), ("d", "last_pos")),
+    (("g", "last_pos"), ("h", "last_lemma"), ("d", "last_pos")),
+    (("g", "last_pos"), ("h", "last_pos"), ("d", "last_lemma")),
+    (("g", "first_pos"), ("h", "last_pos"), ("d", "last_pos")),
+    (("g", "last_lemma"), ("d", "last_pos")),
+)
+_GRAND_NUMBERS = _SIBLING_NUMBERS + 2 * len(SIBLING_TEMPLATES)  # after the sibling and leftmost templates'
+
+
+def grand_triples(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(grands, heads, dependents): every chain g -> h -> d of a head-final tree over words 1..size (d < h < g,
+    or g = 0, the root, above h = size), in ascending order of (g, h, d)."""
+    positions = np.arange(size + 1, dtype=np.int32)
+    grands, heads, dependents = np.meshgrid(positions, positions, positions, indexing="ij")
+    keep = (dependents >= 1) & (dependents < heads) & ((heads < grands) | ((grands == 0) & (heads == size)))
+    return grands[keep], heads[keep], dependents[keep]
+
+
+def grand_features(featurizer: "ArcFeaturizer",
+                   sentence: DpSentence) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(grands, heads, dependents, feature index matrix): one row per grand_triples entry, hashed into the
+    same space as the arc features; GRAND_VARIANTS columns per template."""
+    grands, heads, dependents = grand_triples(len(sentence.words))
+    ids = featurizer.ids(sentence)
+    position = {"g": grands + 1, "h": heads + 1, "d": dependents + 1}
+    spread = np.where(grands == 0, 0, _bucket(grands - heads) + 1).astype(np.uint64)
+    columns = []
+    with np.errstate(over="ignore"):  # the hash wraps around on purpose
+        for number, template in enumerate(GRAND_TEMPLATES):
+            key = np.full(len(heads), _GRAND_NUMBERS + number, dtype=np.uint64)
+            for who, name in template:
+                key = key * _MULTIPLIER + ids[name][position[who]]
+            columns.append(key)
+            columns.append(key * _MULTIPLIER + spread + np.uint64(1))
+    features = (np.stack(columns, axis=1) % np.uint64(featurizer.dimension)).astype(np.int32)
+    return grands, heads, dependents, features
+
+
 ARC_VARIANTS = 3  # each template's columns: alone, with the arc's shape, with the verbal endings between
 SIBLING_VARIANTS = 2  # each sibling template's columns: alone, with the distance between the siblings
+GRAND_VARIANTS = 2  # each grandparent template's columns: alone, with the distance from the head to its own
 ARC_FEATURES_NAMED = 100  # the strongest arc features a fitted parser names, for and against an arc
 
 
@@ -205,6 +248,18 @@ def sibling_feature_name(rows: list[dict[str, str]], head: int, outer: int, inne
     name = ("leftmost dependent: " if outer == 0 else "siblings: ") + " ".join(parts)
     if variant == 1 and outer > 0:
         name += f", {_distance_shown(inner - outer)} apart"
+    return name
+
+
+def grand_feature_name(rows: list[dict[str, str]], grand: int, head: int, dependent: int, column: int) -> str:
+    """The readable name of column `column` of grand_features for the chain grand -> head -> dependent, `rows`
+    as in arc_feature_name: 'grandparent: g.last_pos=VV h.last_pos=ETM d.last_pos=JKS, 1 apart'."""
+    template, variant = divmod(column, GRAND_VARIANTS)
+    offsets = {"g": grand, "h": head, "d": dependent}
+    name = "grandparent: " + " ".join(f"{who}.{attribute}={rows[offsets[who]][attribute]}"
+                                      for who, attribute in GRAND_TEMPLATES[template])
+    if variant == 1 and grand > 0:
+        name += f", {_distance_shown(grand - head)} apart"
     return name
 
 

@@ -18,8 +18,10 @@ from baselines.linear import OrderedLogisticRegression
 from baselines.params import ITERATIONS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.tasks.dp.data import DpSentence, as_records, in_nfc, with_kiwi_pos, with_trees
 from baselines.tasks.dp.features import (ARC_FEATURES_NAMED, ROOT, ArcFeaturizer, arc_feature_name, eojeol_attributes,
-                                         relation_features, sibling_feature_name, sibling_features)
-from baselines.tasks.dp.trees import head_final_sibling_tree, max_spanning_tree, projective_tree
+                                         grand_feature_name, grand_features, relation_features, sibling_feature_name,
+                                         sibling_features)
+from baselines.tasks.dp.trees import (head_final_grand_sibling_tree, head_final_sibling_tree, max_spanning_tree,
+                                      projective_tree)
 
 
 def headline(records: Sequence[DpSentence], y: Sequence, predicted: Sequence) -> float:
@@ -115,6 +117,19 @@ def sibling_rows(siblings: tuple, tree: np.ndarray) -> np.ndarray:
     return np.searchsorted(keys, wanted)
 
 
+def grand_rows(grands: tuple, tree: np.ndarray) -> np.ndarray:
+    """The rows of grand_features that a tree uses (heads 1-based, entry 0 unused): one per eojeol whose head
+    is not the root, with its head's own head."""
+    grand_of, heads, dependents, _features = grands
+    size = len(tree) - 1
+    words = np.arange(1, size + 1)
+    keep = tree[1:] > 0
+    head = tree[1:][keep]
+    wanted = (tree[head] * (size + 1) + head) * (size + 1) + words[keep]
+    keys = (grand_of * (size + 1) + heads) * (size + 1) + dependents  # ascending: grand_triples' order
+    return np.searchsorted(keys, wanted)
+
+
 def slot_positions(slots: np.ndarray, dimension: int, missing: int) -> np.ndarray:
     """For each of `dimension` hashed slots, its index in the ascending `slots`, or `missing` for a slot not
     among them: the map from hashed arc features to the parser's compact weights."""
@@ -124,19 +139,20 @@ def slot_positions(slots: np.ndarray, dimension: int, missing: int) -> np.ndarra
 
 
 class MstParser(TaskModel, BaseEstimator):
-    """Graph-based parser: hashed features of arcs and (second order) of neighbouring dependents of a head,
-    scored by an averaged structured perceptron and decoded as the best tree with one root child; relations
-    by logistic regression. With structure='learnt' predictions keep to what every training tree has: heads
-    only to the right (KLUE-DP is head-final) and no crossing arcs (then Eisner's projective decoder, or its
-    second-order head-final form; else Chu-Liu-Edmonds). First-order training decodes freely, so the
-    perceptron also learns from the mistakes that the shape would have hidden: in 3-fold CV on the training
-    sentences, UAS 83.83 against 83.22 when training keeps to the shape as well (results/tuning/README.md).
-    Second-order training needs the shape for exact decoding; its warm passes decode freely at first order.
+    """Graph-based parser: hashed features of arcs, of neighbouring dependents of a head (second order) and of an arc
+    with its head's own head (grandparents, third order), scored by an averaged structured perceptron and decoded as
+    the best tree with one root child; relations by logistic regression. With structure='learnt' predictions keep to
+    what every training tree has: heads only to the right (KLUE-DP is head-final) and no crossing arcs (then
+    Eisner's projective decoder, or its second- or third-order head-final form; else Chu-Liu-Edmonds). First-order
+    training decodes freely, so the perceptron also learns from the mistakes that the shape would have hidden: in
+    3-fold CV on the training sentences, UAS 83.83 against 83.22 when training keeps to the shape as well
+    (results/tuning/README.md). Higher-order training needs the shape for exact decoding; its warm passes decode
+    freely at first order.
 
     Parameters
     ----------
     epochs : int
-        Perceptron passes over the training sentences.
+        Perceptron passes over the training sentences (after the warm ones, with second or third order).
     dimension : int
         Size of the hashed arc-feature space. 2**24 and min_count 2 by 3-fold CV on the training sentences
         (results/tuning/dp-mst-dimension-min-count.json, dp-mst-min-count.json): UAS 82.69 at 2**22 and 1,
@@ -161,15 +177,21 @@ class MstParser(TaskModel, BaseEstimator):
     pos : 'gold' or 'kiwi'
         Read the lemmas and POS given in the data ('gold'), or derive them with Kiwi ('kiwi'; also used for
         any sentence without them, such as raw text).
-    order : 1 or 2
+    order : 1, 2 or 3
         1: a tree's score is the sum of its arcs'. 2: plus, for each head, scores of its neighbouring
         dependents (siblings: a subject beside an object, two adverbials) and of its leftmost one, decoded
         exactly for head-final projective trees (trees.head_final_sibling_tree, O(n^3)); used where the learnt
         shape is that (structure='learnt' and such training trees, as KLUE-DP's all are), else first order.
         2 by 3-fold CV on the training sentences: UAS 84.03 against 83.83, higher in each fold
-        (results/tuning/dp-mst-order.json).
+        (results/tuning/dp-mst-order.json). 3: also scores of each arc with its head's own head (grandparents:
+        a subject's verb and the clause that verb ends), decoded exactly as well
+        (trees.head_final_grand_sibling_tree, O(n^4)). 3, with 4 warm passes and 4 epochs, by 3-fold CV on the
+        training sentences under three seeds: UAS 84.03 against 83.86 for order 2 with 2 and 6 (the best order
+        2 setting, 83.88, has 2 and 4); above that former default under each seed
+        (results/tuning/dp-mst-order-2*.json).
     warm_epochs : int
-        With second order, perceptron passes before the ``epochs`` ones that decode freely at first order.
+        With second or third order, perceptron passes before the ``epochs`` ones that decode freely at first
+        order.
     random_state : int
         Seeds the perceptron's sentence order.
 
@@ -183,7 +205,8 @@ class MstParser(TaskModel, BaseEstimator):
         structure is 'learnt' and every training tree is projective, so predictions are decoded with
         Eisner's algorithm.
     order_ : int
-        The order in use: 2 where ``order`` is 2 and the learnt shape is head-final and projective, else 1.
+        The order in use: ``order`` where it is 2 or 3 and the learnt shape is head-final and projective, else
+        1.
     arc_slots_ : ndarray of int
         The hashed arc- and sibling-feature slots with a weight other than 0, ascending.
     weights_ : ndarray of shape (len(arc_slots_) + 1,)
@@ -205,14 +228,14 @@ class MstParser(TaskModel, BaseEstimator):
         "epochs": [ITERATIONS], "dimension": [Interval(Integral, 1024, 2 ** 26, closed="both")],
         "min_count": [MIN_COUNT], "label_C": [POSITIVE], "label_features": [StrOptions({"arc", "context", "tree"})],
         "label_min_count": [MIN_COUNT], "structure": [StrOptions({"learnt", "free"})],
-        "pos": [StrOptions({"gold", "kiwi"})], "order": [Interval(Integral, 1, 2, closed="both")],
+        "pos": [StrOptions({"gold", "kiwi"})], "order": [Interval(Integral, 1, 3, closed="both")],
         "warm_epochs": [Interval(Integral, 0, None, closed="left")],
         "random_state": [SEED],
     }
 
-    def __init__(self, *, epochs: int = 6, dimension: int = 2 ** 24, min_count: int = 2, label_C: float = 32.0,
-                 label_features: str = "context", label_min_count: int = 3, structure: str = "learnt", pos: str = "gold",
-                 order: int = 2, warm_epochs: int = 2, random_state: int = 0):
+    def __init__(self, *, epochs: int = 4, dimension: int = 2 ** 24, min_count: int = 2, label_C: float = 32.0,
+                 label_features: str = "context", label_min_count: int = 3, structure: str = "learnt",
+                 pos: str = "gold",                 order: int = 3, warm_epochs: int = 4, random_state: int = 0):
         self.epochs = epochs
         self.warm_epochs = warm_epochs
         self.order = order
@@ -227,7 +250,7 @@ class MstParser(TaskModel, BaseEstimator):
 
     @staticmethod
     def _decode(weights: np.ndarray, sentence: DpSentence, arcs, projective: bool = False,
-                siblings: tuple | None = None) -> np.ndarray:
+                siblings: tuple | None = None, grands: tuple | None = None) -> np.ndarray:
         heads, dependents, features = arcs
         size = len(sentence.words) + 1
         scores = np.full((size, size), -np.inf)
@@ -240,6 +263,11 @@ class MstParser(TaskModel, BaseEstimator):
             sibling_heads, outer, inner, sibling_slots = siblings
             sibling_scores = np.zeros((size, size, size))
             sibling_scores[sibling_heads, outer, inner] = weights[sibling_slots].sum(axis=1)
+            if grands is not None:
+                grand_of, grand_heads, grand_dependents, grand_slots = grands
+                grand_scores = np.zeros((size, size, size))
+                grand_scores[grand_of, grand_heads, grand_dependents] = weights[grand_slots].sum(axis=1)
+                return head_final_grand_sibling_tree(scores, sibling_scores, grand_scores)
             return head_final_sibling_tree(scores, sibling_scores)
         return projective_tree(scores) if projective else max_spanning_tree(scores)
 
@@ -302,43 +330,49 @@ class MstParser(TaskModel, BaseEstimator):
         trees = [[w.head for w in sentence.words] for sentence in records]
         self.head_final_ = learnt and all(is_head_final(heads) for heads in trees)
         self.projective_ = learnt and all(is_projective(heads) for heads in trees)
-        self.order_ = 2 if self.order == 2 and self.head_final_ and self.projective_ else 1
+        self.order_ = self.order if self.order > 1 and self.head_final_ and self.projective_ else 1
         arcs = [self.featurizer_.arcs(sentence) for sentence in records]
-        siblings = [sibling_features(self.featurizer_, sentence) for sentence in records] if self.order_ == 2 else []
+        siblings = [sibling_features(self.featurizer_, sentence) for sentence in records] if self.order_ > 1 else []
+        grands = [grand_features(self.featurizer_, sentence) for sentence in records] if self.order_ == 3 else []
         # Only the features of training arcs can ever be updated, a few million of the 2**24 hashed slots: the
         # weights and their step-weighted totals are kept for those alone (MBs, not 128 MB each). Each slot
         # keeps its order, so that the scores, the ties and the names are those of the full-size arrays.
         used = np.zeros(self.dimension, dtype=bool)
-        for *_ends, features in arcs + siblings:
+        for *_ends, features in arcs + siblings + grands:
             used[features.ravel()] = True
         seen = np.flatnonzero(used)  # ascending
         del used
         position = slot_positions(seen, self.dimension, missing=0)  # every feature of `arcs` is in `seen`
         for index, (heads, dependents, features) in enumerate(arcs):
             arcs[index] = heads, dependents, position[features]
-        for index, (*ends, features) in enumerate(siblings):
-            siblings[index] = (*ends, position[features])
+        for parts in (siblings, grands):
+            for index, (*ends, features) in enumerate(parts):
+                parts[index] = (*ends, position[features])
         del position
-        gold_rows, gold_sibling_rows = [], []
+        gold_rows, gold_sibling_rows, gold_grand_rows = [], [], []
         for number, (sentence, (heads, dependents, _features)) in enumerate(zip(records, arcs)):
             gold = np.array([0] + [w.head for w in sentence.words])
             gold_rows.append(np.flatnonzero(heads == gold[dependents]))
             if siblings:
                 gold_sibling_rows.append(sibling_rows(siblings[number], gold))
+            if grands:
+                gold_grand_rows.append(grand_rows(grands[number], gold))
         weights = np.zeros(len(seen))
         totals = np.zeros(len(seen))  # step-weighted updates, for averaging
         step = 1
         rng = np.random.default_rng(self.random_state)
-        # With order 2, the warm passes come first and decode freely at first order: the arc weights learn from
-        # every mistake, as order 1's do, before the shape-bound second-order passes (3-fold CV on the training
-        # sentences: UAS 83.61 without warm passes, 84.03 with 2; results/tuning/README.md).
+        # With order 2 or 3, the warm passes come first and decode freely at first order: the arc weights learn
+        # from every mistake, as order 1's do, before the shape-bound higher-order passes (3-fold CV on the
+        # training sentences: order 2, UAS 83.61 without warm passes, 84.03 with 2; results/tuning/README.md).
         warm = self.warm_epochs if siblings else 0
         for epoch in range(warm + self.epochs):
             for index in rng.permutation(len(records)):
                 sentence, sentence_arcs = records[index], arcs[index]
                 sentence_siblings = siblings[index] if siblings and epoch >= warm else None
+                sentence_grands = grands[index] if grands and epoch >= warm else None
                 heads, dependents, features = sentence_arcs
-                predicted = self._decode(weights, sentence, sentence_arcs, siblings=sentence_siblings)
+                predicted = self._decode(weights, sentence, sentence_arcs, siblings=sentence_siblings,
+                                         grands=sentence_grands)
                 predicted_rows = np.flatnonzero(heads == predicted[dependents])
                 if not np.array_equal(predicted_rows, gold_rows[index]):
                     updates = [(features[gold_rows[index]], 1.0), (features[predicted_rows], -1.0)]
@@ -346,13 +380,17 @@ class MstParser(TaskModel, BaseEstimator):
                         sibling_slots = sentence_siblings[3]
                         updates += [(sibling_slots[gold_sibling_rows[index]], 1.0),
                                     (sibling_slots[sibling_rows(sentence_siblings, predicted)], -1.0)]
+                    if sentence_grands is not None:
+                        grand_slots = sentence_grands[3]
+                        updates += [(grand_slots[gold_grand_rows[index]], 1.0),
+                                    (grand_slots[grand_rows(sentence_grands, predicted)], -1.0)]
                     for slots, sign in updates:
                         np.add.at(weights, slots.ravel(), sign)
                         np.add.at(totals, slots.ravel(), sign * step)
                 step += 1
         totals /= step
         averaged = np.subtract(weights, totals, out=weights)
-        strongest = self._name_strongest_arcs(records, arcs, siblings, averaged)
+        strongest = self._name_strongest_arcs(records, arcs, siblings, grands, averaged)
         kept = np.flatnonzero(averaged)
         self.arc_slots_ = seen[kept]
         self.weights_ = np.append(averaged[kept], 0.0)
@@ -367,19 +405,20 @@ class MstParser(TaskModel, BaseEstimator):
         vocabulary = self.featurizer_.vocabulary
         return {name: value if f"{name}={value}" in vocabulary else "<rare>" for name, value in attributes.items()}
 
-    def _name_strongest_arcs(self, records: Sequence[DpSentence], arcs: list, siblings: list,
+    def _name_strongest_arcs(self, records: Sequence[DpSentence], arcs: list, siblings: list, grands: list,
                              weights: np.ndarray) -> list[tuple[int, str]]:
         """(index, name) of the ARC_FEATURES_NAMED strongest of `weights` each way (indices as in the
-        training `arcs` and `siblings`), named from the training arcs and sibling pairs they fired on. The
-        features are hashed, so their names exist only here, at fit time; where two features share an index,
-        both names are kept, joined by ' / '."""
+        training `arcs`, `siblings` and `grands`), named from the training arcs, sibling pairs and chains they
+        fired on. The features are hashed, so their names exist only here, at fit time; where two features share
+        an index, both names are kept, joined by ' / '."""
         order = np.argsort(weights, kind="stable")
         against, for_ = order[:ARC_FEATURES_NAMED], order[-ARC_FEATURES_NAMED:]
         kept = np.concatenate([against[weights[against] < 0], for_[weights[for_] > 0]])
         names: dict[int, dict[str, None]] = {int(index): {} for index in kept}
         is_kept = np.zeros(len(weights), dtype=bool)
         is_kept[kept] = True
-        for parts, namer in ((arcs, arc_feature_name), (siblings, sibling_feature_name)):
+        for parts, namer in ((arcs, arc_feature_name), (siblings, sibling_feature_name),
+                             (grands, grand_feature_name)):
             for sentence, (*ends, features) in zip(records, parts):
                 hit_rows, hit_columns = np.nonzero(is_kept[features])
                 if not len(hit_rows):
@@ -443,12 +482,15 @@ class MstParser(TaskModel, BaseEstimator):
         sentences = self._inputs(self._fitted_records(X))
         slot_index = self._slot_index()
         for sentence in sentences:
-            siblings = None
-            if self.order_ == 2:
+            siblings = grands = None
+            if self.order_ > 1:
                 *ends, features = sibling_features(self.featurizer_, sentence)
                 siblings = (*ends, slot_index[features])
+            if self.order_ == 3:
+                *ends, features = grand_features(self.featurizer_, sentence)
+                grands = (*ends, slot_index[features])
             heads = self._decode(self.weights_, sentence, self._shaped_arcs(sentence, slot_index), self.projective_,
-                                 siblings)
+                                 siblings, grands)
             parsed.append([int(h) for h in heads[1:]])
             rows.extend(self._relation_rows(sentence, parsed[-1]))
         labels = iter(self.relation_classifier_.predict(self.relation_vectorizer_.transform(rows)) if rows else [])

@@ -178,7 +178,7 @@ def head_final_sibling_tree(scores: np.ndarray, siblings: np.ndarray) -> np.ndar
     flat_siblings, flat_inner_of, flat_leftmost = siblings.reshape(-1), inner_of.reshape(-1), leftmost.reshape(-1)
     # Span by span length, all starts at once: a span's parts are all shorter, or (complete's outer part)
     # of the same length and computed just before it.
-    for rows, starts, spans, arcs, inner_parts, inside, left_parts in _sibling_chart(size):
+    for rows, starts, spans, arcs, inner_parts, inside, left_parts in _chart_indices(size):
         if inner_parts is None:
             flat_outer[spans] = flat_scores[arcs]
         else:
@@ -210,9 +210,15 @@ def head_final_sibling_tree(scores: np.ndarray, siblings: np.ndarray) -> np.ndar
     return heads
 
 
-@functools.lru_cache(maxsize=128)
-def _sibling_chart(size: int) -> tuple:
-    """For head_final_sibling_tree over `size` words, per span length: the rows, the spans' starts, the flat
+def _chart_indices(size: int) -> tuple:
+    """_span_indices(size), kept for the sentence lengths that KLUE-DP has (at most 35 eojeols) and a little
+    beyond (6 MB for every length up to 40); a longer sentence's are made for it alone, as they grow as size^3
+    (2.4 MB at 64)."""
+    return _cached_span_indices(size) if size <= 40 else _span_indices(size)
+
+
+def _span_indices(size: int) -> tuple:
+    """For the head-final decoders over `size` words, per span length: the rows, the spans' starts, the flat
     (size + 1)-square indices of the spans [s, t] and of their arcs t -> s; for outer, the flat indices of
     complete[s + 1, r'], outer[r', t] and siblings[t, s, r'] over the inside dependents r' (None at length 1,
     which has none) and those r'; for complete, those of complete[s, r], outer[r, t] and siblings[t, 0, r]
@@ -229,6 +235,73 @@ def _sibling_chart(size: int) -> tuple:
             inner_parts = ((starts[:, None] + 1) * side + inside, inside * side + ends[:, None],
                            (ends[:, None] * side + starts[:, None]) * side + inside)
         middle = starts[:, None] + np.arange(length)[None, :]
-        left_parts = (starts[:, None] * side + middle, middle * side + ends[:, None], ends[:, None] * side * side + middle)
+        left_parts = (starts[:, None] * side + middle, middle * side + ends[:, None],
+                      ends[:, None] * side * side + middle)
         chart.append((rows, starts, starts * side + ends, ends * side + starts, inner_parts, inside, left_parts))
     return tuple(chart)
+
+
+def head_final_grand_sibling_tree(scores: np.ndarray, siblings: np.ndarray, grands: np.ndarray) -> np.ndarray:
+    """As head_final_sibling_tree, plus grands[g, h, d] for each arc h -> d whose head h depends on g (g = 0:
+    h is the root's child, the last word). O(n^4): each chart entry also carries the head of its span's head.
+
+    complete[s, t, g]: the subtree of t covering s..t, t depending on g; outer[r, t, g]: the arc t -> r and the
+    part of t's subtree inside r, t depending on g. outer[r, t, g] = arc + grands[g, t, r] + max over the next
+    dependent inside, r' (complete[r + 1, r', t] + outer[r', t, g] + siblings[t, r, r']), or r = t - 1 and
+    nothing inside; complete[s, t, g] = max over t's leftmost dependent r (complete[s, r, t] + outer[r, t, g] +
+    siblings[t, 0, r]). The tree is complete[1, n, 0]. Entries whose g cannot be t's head (g <= t, but for the
+    root of the last word) are computed with the rest and never read."""
+    scores = np.asarray(scores, dtype=float)
+    siblings = np.asarray(siblings, dtype=float)
+    grands = np.asarray(grands, dtype=float)
+    size = scores.shape[0] - 1
+    heads = np.zeros(size + 1, dtype=int)
+    if size < 1:
+        return heads
+    side = size + 1
+    complete = np.full((side, side, side), -np.inf)
+    words = np.arange(1, side)
+    complete[words, words, :] = 0.0
+    outer = np.full((side, side, side), -np.inf)
+    inner_of = np.full((side, side, side), -1, dtype=int)
+    leftmost = np.zeros((side, side, side), dtype=int)
+    # Flat views: complete and siblings read through index arrays made once per sentence length; outer and the
+    # results as rows of side values, one per g.
+    flat_siblings, flat_scores = siblings.reshape(-1), scores.reshape(-1)
+    outer_rows, inner_rows, leftmost_rows = (chart.reshape(side * side, side) for chart in (outer, inner_of, leftmost))
+    complete_rows, grand_columns = complete.reshape(side * side, side), grands.reshape(side, side * side)
+    for _rows, starts, spans, arcs, inner_parts, _inside, left_parts in _chart_indices(size):
+        ends = (spans - starts * side)[:, None]
+        arc = flat_scores[arcs][:, None] + grand_columns[:, arcs].T  # (span, g)
+        if inner_parts is None:
+            outer_rows[spans] = arc
+        else:
+            complete_part, outer_part, sibling_part = inner_parts
+            joined = ((complete_rows[complete_part, ends] + flat_siblings[sibling_part])[:, :, None]
+                      + outer_rows[outer_part])  # (span, inside, g)
+            best = joined.argmax(axis=1)
+            outer_rows[spans] = joined.max(axis=1) + arc
+            inner_rows[spans] = starts[:, None] + 1 + best
+        complete_part, outer_part, sibling_part = left_parts
+        joined = ((complete_rows[complete_part, ends] + flat_siblings[sibling_part])[:, :, None]
+                  + outer_rows[outer_part])
+        complete_rows[spans] = joined.max(axis=1)
+        leftmost_rows[spans] = starts[:, None] + joined.argmax(axis=1)
+    stack = [("complete", 1, size, 0)]
+    while stack:
+        kind, start, end, grand = stack.pop()
+        if kind == "complete":
+            if start == end:
+                continue
+            dependent = leftmost[start, end, grand]
+        else:
+            dependent = inner_of[start, end, grand]
+            if dependent < 0:
+                continue
+        heads[dependent] = end
+        stack += [("complete", start + 1 if kind == "outer" else start, dependent, end),
+                  ("outer", dependent, end, grand)]
+    return heads
+
+
+_cached_span_indices = functools.lru_cache(maxsize=None)(_span_indices)
