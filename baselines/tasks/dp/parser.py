@@ -2,7 +2,9 @@
 scorer, tree decoding, relation labeller)."""
 from __future__ import annotations
 
+import functools
 from collections import Counter
+from collections.abc import Sequence as SequenceABC
 from numbers import Integral
 from typing import Sequence
 
@@ -136,6 +138,70 @@ def slot_positions(slots: np.ndarray, dimension: int, missing: int) -> np.ndarra
     positions = np.full(dimension, missing, dtype=np.int32)
     positions[slots] = np.arange(len(slots), dtype=np.int32)
     return positions
+
+
+class _Perceptron:
+    """MstParser's averaged structured perceptron over its training sentences: passes that decode each sentence
+    in a seeded random order and, where the tree is wrong, add the gold tree's features and take away the
+    predicted one's. One object for a fit, so that the warm and the higher-order passes share the weights, the
+    step-weighted totals (for averaging), the step and the order of the random draws."""
+
+    def __init__(self, parser: "MstParser", records: Sequence[DpSentence], golds: list[np.ndarray], slots: int):
+        self.parser, self.records, self.golds = parser, records, golds
+        self.weights = np.zeros(slots)
+        self.totals = np.zeros(slots)
+        self.step = 1
+        self.rng = np.random.default_rng(parser.random_state)
+
+    def passes(self, count: int, arcs: list, siblings: Sequence = (), grands: Sequence = ()) -> None:
+        """`count` passes with these features of each sentence (arcs as (heads, dependents, slots); siblings
+        and grands, where given, as sibling_features and grand_features with slots)."""
+        gold_rows = [np.flatnonzero(heads == gold[dependents])
+                     for (heads, dependents, _features), gold in zip(arcs, self.golds)]
+        gold_sibling_rows = [sibling_rows(parts, gold) for parts, gold in zip(siblings, self.golds)]
+        gold_grand_rows = [grand_rows(parts, gold) for parts, gold in zip(grands, self.golds)]
+        for _ in range(count):
+            for index in self.rng.permutation(len(self.records)):
+                heads, dependents, features = arcs[index]
+                sentence_siblings = siblings[index] if siblings else None
+                sentence_grands = grands[index] if grands else None
+                predicted = self.parser._decode(self.weights, self.records[index], arcs[index],
+                                                siblings=sentence_siblings, grands=sentence_grands)
+                predicted_rows = np.flatnonzero(heads == predicted[dependents])
+                if not np.array_equal(predicted_rows, gold_rows[index]):
+                    updates = [(features[gold_rows[index]], 1.0), (features[predicted_rows], -1.0)]
+                    if sentence_siblings is not None:
+                        slots = sentence_siblings[3]
+                        updates += [(slots[gold_sibling_rows[index]], 1.0),
+                                    (slots[sibling_rows(sentence_siblings, predicted)], -1.0)]
+                    if sentence_grands is not None:
+                        slots = sentence_grands[3]
+                        updates += [(slots[gold_grand_rows[index]], 1.0),
+                                    (slots[grand_rows(sentence_grands, predicted)], -1.0)]
+                    for slots, sign in updates:
+                        np.add.at(self.weights, slots.ravel(), sign)
+                        np.add.at(self.totals, slots.ravel(), sign * self.step)
+                self.step += 1
+
+    def averaged(self) -> np.ndarray:
+        """The averaged weights (the running weights, overwritten)."""
+        self.totals /= self.step
+        return np.subtract(self.weights, self.totals, out=self.weights)
+
+
+class RecomputedParts(SequenceABC):
+    """A sentence-by-sentence list of feature parts that makes each one when it is read, instead of holding
+    them all."""
+
+    def __init__(self, records: Sequence[DpSentence], make):
+        self.records = records
+        self.make = make
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, index: int) -> tuple:
+        return self.make(self.records[index])
 
 
 class MstParser(TaskModel, BaseEstimator):
@@ -332,65 +398,45 @@ class MstParser(TaskModel, BaseEstimator):
         self.projective_ = learnt and all(is_projective(heads) for heads in trees)
         self.order_ = self.order if self.order > 1 and self.head_final_ and self.projective_ else 1
         arcs = [self.featurizer_.arcs(sentence) for sentence in records]
-        siblings = [sibling_features(self.featurizer_, sentence) for sentence in records] if self.order_ > 1 else []
-        grands = [grand_features(self.featurizer_, sentence) for sentence in records] if self.order_ == 3 else []
         # Only the features of training arcs can ever be updated, a few million of the 2**24 hashed slots: the
         # weights and their step-weighted totals are kept for those alone (MBs, not 128 MB each). Each slot
         # keeps its order, so that the scores, the ties and the names are those of the full-size arrays.
         used = np.zeros(self.dimension, dtype=bool)
-        for *_ends, features in arcs + siblings + grands:
+        for *_ends, features in arcs:
             used[features.ravel()] = True
+        higher = [sibling_features, grand_features][:self.order_ - 1]  # the higher-order passes' features
+        for sentence in records:
+            for make in higher:
+                used[make(self.featurizer_, sentence)[-1].ravel()] = True
         seen = np.flatnonzero(used)  # ascending
         del used
-        position = slot_positions(seen, self.dimension, missing=0)  # every feature of `arcs` is in `seen`
+        position = slot_positions(seen, self.dimension, missing=0)  # every training feature is in `seen`
         for index, (heads, dependents, features) in enumerate(arcs):
             arcs[index] = heads, dependents, position[features]
-        for parts in (siblings, grands):
-            for index, (*ends, features) in enumerate(parts):
-                parts[index] = (*ends, position[features])
-        del position
-        gold_rows, gold_sibling_rows, gold_grand_rows = [], [], []
-        for number, (sentence, (heads, dependents, _features)) in enumerate(zip(records, arcs)):
-            gold = np.array([0] + [w.head for w in sentence.words])
-            gold_rows.append(np.flatnonzero(heads == gold[dependents]))
-            if siblings:
-                gold_sibling_rows.append(sibling_rows(siblings[number], gold))
-            if grands:
-                gold_grand_rows.append(grand_rows(grands[number], gold))
-        weights = np.zeros(len(seen))
-        totals = np.zeros(len(seen))  # step-weighted updates, for averaging
-        step = 1
-        rng = np.random.default_rng(self.random_state)
+        golds = [np.array([0] + [w.head for w in sentence.words]) for sentence in records]
+        perceptron = _Perceptron(self, records, golds, len(seen))
         # With order 2 or 3, the warm passes come first and decode freely at first order: the arc weights learn
         # from every mistake, as order 1's do, before the shape-bound higher-order passes (3-fold CV on the
         # training sentences: order 2, UAS 83.61 without warm passes, 84.03 with 2; results/tuning/README.md).
-        warm = self.warm_epochs if siblings else 0
-        for epoch in range(warm + self.epochs):
-            for index in rng.permutation(len(records)):
-                sentence, sentence_arcs = records[index], arcs[index]
-                sentence_siblings = siblings[index] if siblings and epoch >= warm else None
-                sentence_grands = grands[index] if grands and epoch >= warm else None
-                heads, dependents, features = sentence_arcs
-                predicted = self._decode(weights, sentence, sentence_arcs, siblings=sentence_siblings,
-                                         grands=sentence_grands)
-                predicted_rows = np.flatnonzero(heads == predicted[dependents])
-                if not np.array_equal(predicted_rows, gold_rows[index]):
-                    updates = [(features[gold_rows[index]], 1.0), (features[predicted_rows], -1.0)]
-                    if sentence_siblings is not None:
-                        sibling_slots = sentence_siblings[3]
-                        updates += [(sibling_slots[gold_sibling_rows[index]], 1.0),
-                                    (sibling_slots[sibling_rows(sentence_siblings, predicted)], -1.0)]
-                    if sentence_grands is not None:
-                        grand_slots = sentence_grands[3]
-                        updates += [(grand_slots[gold_grand_rows[index]], 1.0),
-                                    (grand_slots[grand_rows(sentence_grands, predicted)], -1.0)]
-                    for slots, sign in updates:
-                        np.add.at(weights, slots.ravel(), sign)
-                        np.add.at(totals, slots.ravel(), sign * step)
-                step += 1
-        totals /= step
-        averaged = np.subtract(weights, totals, out=weights)
-        strongest = self._name_strongest_arcs(records, arcs, siblings, grands, averaged)
+        perceptron.passes(self.warm_epochs if higher else self.epochs, arcs)
+        siblings, grands = [], []
+        if higher:
+            # The higher-order passes read only the arcs of head-final trees: the others are dropped before the
+            # sibling and grandparent features are made (at the official size, 10,000 sentences, keeping every
+            # arc beside them took the fit's peak to 3.5 GB).
+            for index, (heads, dependents, features) in enumerate(arcs):
+                shaped = (heads > dependents) | ((heads == 0) & (dependents == len(records[index].words)))
+                arcs[index] = heads[shaped], dependents[shaped], features[shaped]
+            siblings = [self._positions(sibling_features, sentence, position) for sentence in records]
+            if self.order_ == 3:
+                grands = [self._positions(grand_features, sentence, position) for sentence in records]
+            perceptron.passes(self.epochs, arcs, siblings, grands)
+        averaged = perceptron.averaged()
+        # Named from every training arc, made again where the higher-order passes dropped some.
+        named_arcs = RecomputedParts(records, functools.partial(self._arc_positions, position=position)) \
+            if higher else arcs
+        strongest = self._name_strongest_arcs(records, named_arcs, siblings, grands, averaged)
+        del arcs, siblings, grands, position
         kept = np.flatnonzero(averaged)
         self.arc_slots_ = seen[kept]
         self.weights_ = np.append(averaged[kept], 0.0)
@@ -398,6 +444,17 @@ class MstParser(TaskModel, BaseEstimator):
                                    zip(np.searchsorted(kept, [seen_index for seen_index, _ in strongest]), strongest)]
         self._fit_relations(records)
         return self
+
+    def _positions(self, make, sentence: DpSentence, position: np.ndarray) -> tuple:
+        """make(featurizer_, sentence) (sibling_features, grand_features), its hashed slots as indices into the
+        training weights."""
+        *ends, features = make(self.featurizer_, sentence)
+        return (*ends, position[features])
+
+    def _arc_positions(self, sentence: DpSentence, position: np.ndarray) -> tuple:
+        """featurizer_.arcs of a training sentence, its hashed slots as indices into the training weights."""
+        heads, dependents, features = self.featurizer_.arcs(sentence)
+        return heads, dependents, position[features]
 
     def _as_featurized(self, attributes: dict[str, str]) -> dict[str, str]:
         """An eojeol's attributes as the featurizer sees them: a value below min_count is '<rare>', the one
