@@ -171,13 +171,13 @@ class _Perceptron:
                 if not np.array_equal(predicted_rows, gold_rows[index]):
                     updates = [(features[gold_rows[index]], 1.0), (features[predicted_rows], -1.0)]
                     if sentence_siblings is not None:
-                        slots = sentence_siblings[3]
-                        updates += [(slots[gold_sibling_rows[index]], 1.0),
-                                    (slots[sibling_rows(sentence_siblings, predicted)], -1.0)]
+                        sibling_slots = sentence_siblings[3]
+                        updates += [(sibling_slots[gold_sibling_rows[index]], 1.0),
+                                    (sibling_slots[sibling_rows(sentence_siblings, predicted)], -1.0)]
                     if sentence_grands is not None:
-                        slots = sentence_grands[3]
-                        updates += [(slots[gold_grand_rows[index]], 1.0),
-                                    (slots[grand_rows(sentence_grands, predicted)], -1.0)]
+                        grand_slots = sentence_grands[3]
+                        updates += [(grand_slots[gold_grand_rows[index]], 1.0),
+                                    (grand_slots[grand_rows(sentence_grands, predicted)], -1.0)]
                     for slots, sign in updates:
                         np.add.at(self.weights, slots.ravel(), sign)
                         np.add.at(self.totals, slots.ravel(), sign * self.step)
@@ -274,7 +274,7 @@ class MstParser(TaskModel, BaseEstimator):
         The order in use: ``order`` where it is 2 or 3 and the learnt shape is head-final and projective, else
         1.
     arc_slots_ : ndarray of int
-        The hashed arc- and sibling-feature slots with a weight other than 0, ascending.
+        The hashed arc-, sibling- and grandparent-feature slots with a weight other than 0, ascending.
     weights_ : ndarray of shape (len(arc_slots_) + 1,)
         The averaged perceptron weight of each of those slots, then a 0 for every other slot.
     arc_feature_names_ : list of (int, str)
@@ -301,7 +301,7 @@ class MstParser(TaskModel, BaseEstimator):
 
     def __init__(self, *, epochs: int = 4, dimension: int = 2 ** 24, min_count: int = 2, label_C: float = 32.0,
                  label_features: str = "context", label_min_count: int = 3, structure: str = "learnt",
-                 pos: str = "gold",                 order: int = 3, warm_epochs: int = 4, random_state: int = 0):
+                 pos: str = "gold", order: int = 3, warm_epochs: int = 4, random_state: int = 0):
         self.epochs = epochs
         self.warm_epochs = warm_epochs
         self.order = order
