@@ -1,5 +1,5 @@
-"""What the DP parser sees: eojeol attributes, hashed arc features for every head and dependent at once,
-their readable names, and the relation labeller's features."""
+"""What the DP parser sees: eojeol attributes, hashed arc, sibling and grandparent features for every head and
+dependent at once, their readable names, and the relation labeller's features."""
 from __future__ import annotations
 
 from typing import Sequence

@@ -1,5 +1,5 @@
-"""The DP models: the attach-to-next floor and the graph-based MST parser (perceptron-trained arc and sibling
-scorer, tree decoding, relation labeller)."""
+"""The DP models: the attach-to-next floor and the graph-based MST parser (perceptron-trained arc, sibling and
+grandparent scorer, tree decoding, relation labeller)."""
 from __future__ import annotations
 
 import functools

@@ -1,5 +1,5 @@
-"""Tree decoders for dependency parsing: Chu-Liu-Edmonds (any tree), Eisner (projective) and second-order
-head-final projective, each with exactly one root child."""
+"""Tree decoders for dependency parsing: Chu-Liu-Edmonds (any tree), Eisner (projective), and second- and
+third-order head-final projective, each with exactly one root child."""
 from __future__ import annotations
 
 import functools
