@@ -132,6 +132,14 @@ def grand_rows(grands: tuple, tree: np.ndarray) -> np.ndarray:
     return np.searchsorted(keys, wanted)
 
 
+def head_final_arcs(arcs: tuple, size: int) -> tuple:
+    """Of (heads, dependents, features) over a sentence of `size` eojeols, the arcs a head-final tree may use:
+    those to a head on the right, and the root's arc to the last eojeol."""
+    heads, dependents, features = arcs
+    keep = (heads > dependents) | ((heads == 0) & (dependents == size))
+    return heads[keep], dependents[keep], features[keep]
+
+
 def slot_positions(slots: np.ndarray, dimension: int, missing: int) -> np.ndarray:
     """For each of `dimension` hashed slots, its index in the ascending `slots`, or `missing` for a slot not
     among them: the map from hashed arc features to the parser's compact weights."""
@@ -317,13 +325,11 @@ class MstParser(TaskModel, BaseEstimator):
     @staticmethod
     def _decode(weights: np.ndarray, sentence: DpSentence, arcs, projective: bool = False,
                 siblings: tuple | None = None, grands: tuple | None = None) -> np.ndarray:
+        """The best tree of `sentence` under `weights`. With siblings (and grands), a head-final decoder, which
+        reads only the arcs that head_final_arcs keeps: every caller passes those alone."""
         heads, dependents, features = arcs
         size = len(sentence.words) + 1
         scores = np.full((size, size), -np.inf)
-        if siblings is not None:
-            # The head-final decoder reads only arcs to a head on the right: the others go unscored (-inf).
-            rightward = heads > dependents
-            heads, dependents, features = heads[rightward], dependents[rightward], features[rightward]
         scores[heads, dependents] = weights[features].sum(axis=1)
         if siblings is not None:
             sibling_heads, outer, inner, sibling_slots = siblings
@@ -341,10 +347,8 @@ class MstParser(TaskModel, BaseEstimator):
         """The featurized arcs a prediction may choose: for a head-final parser, only those to a head on the
         right, and the root's arc to the last eojeol (fewer arcs to score, and no tree of another shape). Their
         features are indices into weights_, through `slot_index` (see _slot_index)."""
-        heads, dependents, features = self.featurizer_.arcs(sentence)
-        if self.head_final_:
-            keep = (heads > dependents) | ((heads == 0) & (dependents == len(sentence.words)))
-            heads, dependents, features = heads[keep], dependents[keep], features[keep]
+        arcs = self.featurizer_.arcs(sentence)
+        heads, dependents, features = head_final_arcs(arcs, len(sentence.words)) if self.head_final_ else arcs
         return heads, dependents, slot_index[features]
 
     def _slot_index(self) -> np.ndarray:
@@ -424,16 +428,14 @@ class MstParser(TaskModel, BaseEstimator):
             # The higher-order passes read only the arcs of head-final trees: the others are dropped before the
             # sibling and grandparent features are made (at the official size, 10,000 sentences, keeping every
             # arc beside them took the fit's peak to 3.5 GB).
-            for index, (heads, dependents, features) in enumerate(arcs):
-                shaped = (heads > dependents) | ((heads == 0) & (dependents == len(records[index].words)))
-                arcs[index] = heads[shaped], dependents[shaped], features[shaped]
+            arcs = [head_final_arcs(parts, len(sentence.words)) for parts, sentence in zip(arcs, records)]
             siblings = [self._positions(sibling_features, sentence, position) for sentence in records]
             if self.order_ == 3:
                 grands = [self._positions(grand_features, sentence, position) for sentence in records]
             perceptron.passes(self.epochs, arcs, siblings, grands)
         averaged = perceptron.averaged()
         # Named from every training arc, made again where the higher-order passes dropped some.
-        named_arcs = RecomputedParts(records, functools.partial(self._arc_positions, position=position)) \
+        named_arcs = RecomputedParts(records, functools.partial(self._positions, ArcFeaturizer.arcs, position=position)) \
             if higher else arcs
         strongest = self._name_strongest_arcs(records, named_arcs, siblings, grands, averaged)
         del arcs, siblings, grands, position
@@ -446,15 +448,10 @@ class MstParser(TaskModel, BaseEstimator):
         return self
 
     def _positions(self, make, sentence: DpSentence, position: np.ndarray) -> tuple:
-        """make(featurizer_, sentence) (sibling_features, grand_features), its hashed slots as indices into the
-        training weights."""
+        """make(featurizer_, sentence) (ArcFeaturizer.arcs, sibling_features, grand_features), its hashed slots
+        mapped through `position` to indices into the weights (the training ones, or weights_ by _slot_index)."""
         *ends, features = make(self.featurizer_, sentence)
         return (*ends, position[features])
-
-    def _arc_positions(self, sentence: DpSentence, position: np.ndarray) -> tuple:
-        """featurizer_.arcs of a training sentence, its hashed slots as indices into the training weights."""
-        heads, dependents, features = self.featurizer_.arcs(sentence)
-        return heads, dependents, position[features]
 
     def _as_featurized(self, attributes: dict[str, str]) -> dict[str, str]:
         """An eojeol's attributes as the featurizer sees them: a value below min_count is '<rare>', the one
@@ -541,11 +538,9 @@ class MstParser(TaskModel, BaseEstimator):
         for sentence in sentences:
             siblings = grands = None
             if self.order_ > 1:
-                *ends, features = sibling_features(self.featurizer_, sentence)
-                siblings = (*ends, slot_index[features])
+                siblings = self._positions(sibling_features, sentence, slot_index)
             if self.order_ == 3:
-                *ends, features = grand_features(self.featurizer_, sentence)
-                grands = (*ends, slot_index[features])
+                grands = self._positions(grand_features, sentence, slot_index)
             heads = self._decode(self.weights_, sentence, self._shaped_arcs(sentence, slot_index), self.projective_,
                                  siblings, grands)
             parsed.append([int(h) for h in heads[1:]])
