@@ -288,16 +288,6 @@ def jackknifed_type_features(typed: Sequence[Sequence[tuple[MorphemeKey, str]]],
     return features
 
 
-
-def jackknifed_names(mentions: Sequence[Sequence[tuple[str, str]]],
-                     folds: int) -> tuple[list[EntityGazetteer], EntityGazetteer]:
-    """For each training sentence, a gazetteer of the (name, type) mentions of the other folds' sentences
-    (sentence k is in fold k % folds: its own names would be sure matches in training, and rarely are on new
-    text), and one of every sentence's mentions, for predictions."""
-    by_fold = [EntityGazetteer(m for index, sentence in enumerate(mentions) if index % folds != fold for m in sentence)
-               for fold in range(folds)]
-    return [by_fold[index % folds] for index in range(len(mentions))], EntityGazetteer(m for s in mentions for m in s)
-
 # character_features' keys in words, for `explain` (a test checks that every key has its words here).
 FEATURE_WORDS = {
     "c": "character", "k": "character class", "c-1": "previous character", "c+1": "next character",
@@ -315,7 +305,6 @@ FEATURE_WORDS = {
     "st+1": "next eojeol's stem", "sf1": "first character of the stem", "sl1": "last character of the stem",
     "sl2": "last two characters of the stem",
     "gz": "character of a gazetteer name", "gzt": "inside a gazetteer name of type",
-    "tn": "character of a name typed in training", "tnt": "inside a name typed in training as",
 }
 
 
@@ -339,8 +328,6 @@ def feature_in_words(attribute: str) -> str:
         return f"{PLACE_WORDS.get(value[0], value[0])} character of a morpheme tagged {value[1:]}"
     if key == "gz" and value:  # a place and a gazetteer type: 'BPER'
         return f"{PLACE_WORDS.get(value[0], value[0])} character of a gazetteer name of type {value[1:]}"
-    if key == "tn" and value:  # a place and the type training gave the name: 'BOG'
-        return f"{PLACE_WORDS.get(value[0], value[0])} character of a name typed {value[1:]} in training"
     if key == "sp" and value == "X":
         return "after the eojeol's stem (a particle or ending)"
     if key in ("ep", "sp") and value in PLACE_WORDS:
@@ -361,7 +348,7 @@ def character_features(text: str, analysis: Analysis,
                        morpheme_neighbours: Sequence[Sequence[str]] | None = None,
                        morpheme_priors: dict[MorphemeKey, dict[str, float]] | None = None,
                        gazetteer: EntityGazetteer | None = None, gazetteer_inside: int = 0,
-                       training_names: EntityGazetteer | None = None) -> list[dict[str, str | float]]:
+                       ) -> list[dict[str, str | float]]:
     """crfsuite features for every character of the sentence (spaces included, as in the data); with
     `morpheme_neighbours` (per morpheme, as features.vectorize.neighbour_tokens gives), also the nearest
     morphemes of the covering morpheme in Kiwi's language model (a name Kiwi knows but training never saw
@@ -369,9 +356,7 @@ def character_features(text: str, analysis: Analysis,
     type_features; with `gazetteer`, for each character inside a name it finds (features.gazetteer), the
     name's type and the character's place in it: names that training never saw but another task's annotators
     typed (the RE training file's persons and organisations); names of `gazetteer_inside` characters or more
-    are also looked for inside words (EntityGazetteer.matches); with `training_names`, the same for the names
-    that NER training sentences typed (tn, tnt: a name of several morphemes, such as 서울대학교병원, that the
-    morpheme type features see only piece by piece)."""
+    are also looked for inside words (EntityGazetteer.matches)."""
     size = len(text)
     classes = [char_class(c) for c in text]
     morpheme_of = char_to_morpheme(analysis)
@@ -431,11 +416,10 @@ def character_features(text: str, analysis: Analysis,
             if i < stem_end:
                 features.update(stem_edges[w])
         rows.append(features)
-    for names, place_key, type_key in ((gazetteer, "gz", "gzt"), (training_names, "tn", "tnt")):
-        if names is not None:
-            for start, end, kind in names.matches(text, gazetteer_inside):
-                for i in range(start, end):
-                    rows[i].update({place_key: _position(i, start, end) + kind, type_key: kind})
+    if gazetteer is not None:
+        for start, end, kind in gazetteer.matches(text, gazetteer_inside):
+            for i in range(start, end):
+                rows[i].update({"gz": _position(i, start, end) + kind, "gzt": kind})
     return rows
 
 
@@ -493,10 +477,6 @@ class CharacterCRF(TaskModel, BaseEstimator):
     type_folds : int
         How a morpheme was tagged in training (type_features) is counted for each training sentence on the
         other folds of this many; 0 leaves these features out.
-    name_folds : int
-        The names that the training sentences tag, with their types, make a gazetteer of their own (the
-        character features tn and tnt, looked for as `gazetteer`'s are): for each training sentence, of the names
-        in the other folds of this many (jackknifed_names); for predictions, of all. 0 leaves it out.
     scheme : 'iobes' or 'iob2'
         The tags the CRF learns ('iobes': an entity's last character has a label of its own); predictions
         are IOB2 either way.
@@ -519,8 +499,6 @@ class CharacterCRF(TaskModel, BaseEstimator):
     ----------
     morpheme_types_ : dict or None
         'form<TAB>tag' -> type_features counted on all training sentences (None with type_folds=0).
-    training_names_ : features.gazetteer.EntityGazetteer or None
-        The names tagged in all training sentences (None with name_folds=0).
     crf_ : sklearn_crfsuite.CRF
 
     X is a sequence of NerSentence records or of plain sentences (str); y holds one IOB2 tag per character
@@ -535,7 +513,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
         "aggressiveness": [Interval(Real, 0, None, closed="neither")],
         "c1": [NON_NEGATIVE], "c2": [NON_NEGATIVE], "max_iterations": [ITERATIONS], "neighbours": [NEIGHBOURS],
         "gazetteer": [None, HasMethods(["matches"])], "gazetteer_inside": [Interval(Integral, 0, 100, closed="both")],
-        "type_folds": [*FOLDS_OR_OFF], "name_folds": [*FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})],
+        "type_folds": [*FOLDS_OR_OFF], "scheme": [StrOptions({"iob2", "iobes"})],
         "decoding": [StrOptions({"viterbi", "marginal"})], "outside_weight": [Interval(Real, 0, 1, closed="right")],
         "random_state": [SEED],
     }
@@ -543,7 +521,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
     def __init__(self, *, algorithm: str = "lbfgs", epochs: int = 10, aggressiveness: float = 1.0,
                  c1: float = 0.05, c2: float = 0.05, max_iterations: int = 80, neighbours: int = 20,
                  gazetteer: EntityGazetteer | None = None, gazetteer_inside: int = 3, type_folds: int = 5,
-                 name_folds: int = 0, scheme: str = "iobes", decoding: str = "viterbi", outside_weight: float = 1.0,
+                 scheme: str = "iobes", decoding: str = "viterbi", outside_weight: float = 1.0,
                  random_state: int = 0):
         self.algorithm = algorithm
         self.epochs = epochs
@@ -555,27 +533,20 @@ class CharacterCRF(TaskModel, BaseEstimator):
         self.gazetteer = gazetteer
         self.gazetteer_inside = gazetteer_inside
         self.type_folds = type_folds
-        self.name_folds = name_folds
         self.scheme = scheme
         self.decoding = decoding
         self.outside_weight = outside_weight
         self.random_state = random_state
 
-    def _features(self, records: Sequence[NerSentence], analyses: Sequence[Analysis], priors: Sequence[dict | None],
-                  names: Sequence[EntityGazetteer | None]) -> Iterator[list[dict[str, str | float]]]:
+    def _features(self, records: Sequence[NerSentence], analyses: Sequence[Analysis],
+                  priors: Sequence[dict | None]) -> Iterator[list[dict[str, str | float]]]:
         """Each sentence's character feature dicts, made as crfsuite takes them in: all of them at once, as
         Python dicts, were most of a fit's memory (3.1 GB at half the official 21,008 sentences)."""
         if self.neighbours:
             prefetch_neighbours(analyses, self.neighbours)
         return (character_features(r.text, a, neighbour_tokens(a, self.neighbours) if self.neighbours else None, p,
-                                   self.gazetteer, self.gazetteer_inside, n)
-                for r, a, p, n in zip(records, analyses, priors, names))
-
-    def _fitted_features(self, records: Sequence[NerSentence],
-                         analyses: Sequence[Analysis]) -> Iterator[list[dict[str, str | float]]]:
-        """The features of sentences to predict: with what all the training sentences say."""
-        return self._features(records, analyses, [self.morpheme_types_] * len(records),
-                              [self.training_names_] * len(records))
+                                   self.gazetteer, self.gazetteer_inside)
+                for r, a, p in zip(records, analyses, priors))
 
     def fit(self, X: Sequence, y: Sequence[Sequence[str]]) -> "CharacterCRF":
         """Train the character CRF on tagged sentences.
@@ -602,13 +573,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
             typed = [morpheme_types(a, tags) for a, tags in zip(analyses, y)]
             priors = jackknifed_type_features(typed, self.type_folds)
             self.morpheme_types_ = {key: type_features(c) for key, c in count_types(typed).items()}
-        names: Sequence[EntityGazetteer | None] = [None] * len(records)
-        self.training_names_: EntityGazetteer | None = None
-        if self.name_folds:
-            mentions = [[(e["text"], e["type"]) for e in entities(r.text, tags) if e["type"] in ("PS", "LC", "OG")]
-                        for r, tags in zip(records, y)]
-            names, self.training_names_ = jackknifed_names(mentions, self.name_folds)
-        features = self._features(records, analyses, priors, names)
+        features = self._features(records, analyses, priors)
         labels = [to_iobes(tags) if self.scheme == "iobes" else list(tags) for tags in y]
         if self.algorithm == "pa":
             self.crf_ = sklearn_crfsuite.CRF(algorithm="pa", pa_type=1, c=self.aggressiveness,
@@ -649,7 +614,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
         and are in top_features."""
         records = [NerSentence("", nfc_text(record.text).text, None) for record in self._fitted_records(X)]
         analyses = analyze(r.text for r in records)
-        features = list(self._fitted_features(records, analyses))
+        features = list(self._features(records, analyses, [self.morpheme_types_] * len(records)))
         weights = self.crf_.state_features_
         explained = []
         for record, sentence, labels in zip(records, features, self.crf_.predict(features)):
@@ -684,7 +649,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
         texts = [nfc_text(record.text) for record in self._fitted_records(X)]
         records = [NerSentence("", text.text, None) for text in texts]
         analyses = analyze(r.text for r in records)
-        features = self._fitted_features(records, analyses)
+        features = self._features(records, analyses, [self.morpheme_types_] * len(records))
         if self.decoding == "marginal":
             tagged = [repair_iob2(most_probable_iob2(marginals, self.outside_weight))
                       for marginals in self.crf_.predict_marginals(features)]
