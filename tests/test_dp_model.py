@@ -256,6 +256,23 @@ def test_eojeol_attributes_skip_final_punctuation():
     attributes = eojeol_attributes(DpWord("흘렸다.", "흘리 었 다 .", "VV+EP+EF+SF"))
     assert attributes["last_pos"] == "EF" and attributes["last_lemma"] == "다/EF"
     assert attributes["first_lemma"] == "흘리/VV"
+    assert attributes["trail"] == "SF" and attributes["last2"] == "EP+EF"
+    plain = eojeol_attributes(DpWord("학생이", "학생 이", "NNG+JKS"))
+    assert plain["trail"] == "-" and plain["last2"] == "NNG+JKS"
+    assert eojeol_attributes(DpWord("책", "책", "NNG"))["last2"] == "NNG"
+
+
+def test_the_labeller_reads_what_ends_the_dependent_and_the_arcs_do_not():
+    sentence = planted_sentence("t", ["학생", "책", "도서관"])
+    words = list(sentence.words)
+    words[0] = DpWord("학생이,", "학생 이 ,", "NNG+JKS+SP", words[0].head, words[0].deprel)
+    sentence = DpSentence(sentence.guid, " ".join(w.form for w in words), words)
+    attributes = [ROOT] + [eojeol_attributes(w) for w in sentence.words]
+    features = relation_features(sentence, attributes, 1, 4, "arc")
+    assert {"d_trail=SP", "d_last2=NNG+JKS"} <= set(features)
+    model = MstParser(epochs=1, dimension=2 ** 16, min_count=1, label_min_count=1).fit([sentence], targets([sentence]))
+    assert not any(key.startswith(("trail=", "last2=")) for key in model.featurizer_.vocabulary)
+    assert "d_trail=SP" in model.relation_vectorizer_.get_feature_names_out()
 
 
 def test_kiwi_pos_replaces_annotated_lemmas_and_tags():

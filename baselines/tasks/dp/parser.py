@@ -19,9 +19,9 @@ from baselines.explain import linear_top_features
 from baselines.linear import OrderedLogisticRegression
 from baselines.params import ITERATIONS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.tasks.dp.data import DpSentence, as_records, in_nfc, with_kiwi_pos, with_trees
-from baselines.tasks.dp.features import (ARC_FEATURES_NAMED, ROOT, ArcFeaturizer, arc_feature_name, eojeol_attributes,
-                                         grand_feature_name, grand_features, relation_features, sibling_feature_name,
-                                         sibling_features)
+from baselines.tasks.dp.features import (ARC_FEATURES_NAMED, ATTRIBUTES, ROOT, ArcFeaturizer, arc_feature_name,
+                                         eojeol_attributes, grand_feature_name, grand_features, relation_features,
+                                         sibling_feature_name, sibling_features)
 from baselines.tasks.dp.trees import (head_final_grand_sibling_tree, head_final_sibling_tree, max_spanning_tree,
                                       projective_tree)
 
@@ -242,7 +242,8 @@ class MstParser(TaskModel, BaseEstimator):
         distance ('arc'); also the eojeols beside the dependent and more of the head ('context'); also where
         the dependent sits among its head's dependents in the parsed tree ('tree'). 'context' by 3-fold CV
         on the training sentences (results/tuning/dp-mst-label-features.json): LAS micro 81.00 ('arc'),
-        81.13 ('context'), 81.09 ('tree'), each with label_min_count 2.
+        81.13 ('context'), 81.09 ('tree'), each with label_min_count 2. Every kind reads the dependent's
+        features.LABEL_ATTRIBUTES, the punctuation after it and its last two tags included.
     label_min_count : int
         A labeller feature must fire on this many training arcs to be kept (fewer, faster L-BFGS steps).
     structure : 'learnt' or 'free'
@@ -392,7 +393,7 @@ class MstParser(TaskModel, BaseEstimator):
         """
         records = self._inputs(with_trees(self._fit_records(X), y))
         counts = Counter(f"{name}={value}" for sentence in records for word in sentence.words
-                         for name, value in eojeol_attributes(word).items())
+                         for name, value in eojeol_attributes(word).items() if name in ATTRIBUTES)  # arcs' only
         vocabulary = {key: index for index, key in
                       enumerate(sorted(k for k, c in counts.items() if c >= self.min_count), start=4)}
         self.featurizer_ = ArcFeaturizer(vocabulary, self.dimension)
@@ -435,8 +436,8 @@ class MstParser(TaskModel, BaseEstimator):
             perceptron.passes(self.epochs, arcs, siblings, grands)
         averaged = perceptron.averaged()
         # Named from every training arc, made again where the higher-order passes dropped some.
-        named_arcs = RecomputedParts(records, functools.partial(self._positions, ArcFeaturizer.arcs, position=position)) \
-            if higher else arcs
+        remade = functools.partial(self._positions, ArcFeaturizer.arcs, position=position)
+        named_arcs = RecomputedParts(records, remade) if higher else arcs
         strongest = self._name_strongest_arcs(records, named_arcs, siblings, grands, averaged)
         del arcs, siblings, grands, position
         kept = np.flatnonzero(averaged)
