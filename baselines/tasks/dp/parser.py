@@ -392,8 +392,10 @@ class MstParser(TaskModel, BaseEstimator):
             The fitted model.
         """
         records = self._inputs(with_trees(self._fit_records(X), y))
+        # The arcs' vocabulary holds only the attributes they read, so that the labeller's own leave their ids as
+        # they were.
         counts = Counter(f"{name}={value}" for sentence in records for word in sentence.words
-                         for name, value in eojeol_attributes(word).items() if name in ATTRIBUTES)  # arcs' only
+                         for name, value in eojeol_attributes(word).items() if name in ATTRIBUTES)
         vocabulary = {key: index for index, key in
                       enumerate(sorted(k for k, c in counts.items() if c >= self.min_count), start=4)}
         self.featurizer_ = ArcFeaturizer(vocabulary, self.dimension)
