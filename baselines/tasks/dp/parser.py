@@ -166,8 +166,9 @@ class _Perceptron:
         and grands, where given, as sibling_features and grand_features with slots)."""
         gold_rows = [np.flatnonzero(heads == gold[dependents])
                      for (heads, dependents, _features), gold in zip(arcs, self.golds)]
-        gold_sibling_rows = [sibling_rows(parts, gold) for parts, gold in zip(siblings, self.golds)]
-        gold_grand_rows = [grand_rows(parts, gold) for parts, gold in zip(grands, self.golds)]
+        # The higher-order parts given, each with the function that finds a tree's rows in them.
+        higher = [(parts, rows_of, [rows_of(sentence, gold) for sentence, gold in zip(parts, self.golds)])
+                  for parts, rows_of in ((siblings, sibling_rows), (grands, grand_rows)) if parts]
         for _ in range(count):
             for index in self.rng.permutation(len(self.records)):
                 heads, dependents, features = arcs[index]
@@ -178,14 +179,10 @@ class _Perceptron:
                 predicted_rows = np.flatnonzero(heads == predicted[dependents])
                 if not np.array_equal(predicted_rows, gold_rows[index]):
                     updates = [(features[gold_rows[index]], 1.0), (features[predicted_rows], -1.0)]
-                    if sentence_siblings is not None:
-                        sibling_slots = sentence_siblings[3]
-                        updates += [(sibling_slots[gold_sibling_rows[index]], 1.0),
-                                    (sibling_slots[sibling_rows(sentence_siblings, predicted)], -1.0)]
-                    if sentence_grands is not None:
-                        grand_slots = sentence_grands[3]
-                        updates += [(grand_slots[gold_grand_rows[index]], 1.0),
-                                    (grand_slots[grand_rows(sentence_grands, predicted)], -1.0)]
+                    for parts, rows_of, gold_part_rows in higher:
+                        part_slots = parts[index][3]
+                        updates += [(part_slots[gold_part_rows[index]], 1.0),
+                                    (part_slots[rows_of(parts[index], predicted)], -1.0)]
                     for slots, sign in updates:
                         np.add.at(self.weights, slots.ravel(), sign)
                         np.add.at(self.totals, slots.ravel(), sign * self.step)
