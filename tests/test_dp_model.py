@@ -12,7 +12,7 @@ from baselines.tasks.dp import (DpSentence, DpWord, MstParser, eojeol_attributes
                                 targets, tree_problem)
 from baselines.tasks.dp.features import (ROOT, grand_features, grand_triples, relation_features, sibling_features,
                                         sibling_triples)
-from baselines.tasks.dp.parser import grand_rows, sibling_rows
+from baselines.tasks.dp.parser import _Perceptron, grand_rows, sibling_rows
 from baselines.tasks.dp.trees import (head_final_grand_sibling_tree, head_final_sibling_tree, max_spanning_tree,
                                       projective_tree, tree_score)
 from model_files import assert_persists_and_refused_without
@@ -379,6 +379,28 @@ def test_third_order_parser_learns_grandparent_weights_and_parses_back():
     assert np.any(model.weights_[model._slot_index()[hashed]] != 0)  # the grandparent features were learnt
     named = [name for pairs in model.top_features(top_k=100).values() for name, _weight in pairs]
     assert any(name.startswith("grandparent: ") for name in named)
+
+
+def test_several_perceptrons_give_the_mean_of_their_averaged_weights_and_the_first_is_the_one_alone(monkeypatch):
+    rng = np.random.default_rng(6)
+    train = [planted_clause(f"p{i}", list(rng.choice(NOUNS, 3, replace=False))) for i in range(30)]
+    made = []
+    averaged = _Perceptron.averaged
+
+    def recorded(perceptron):
+        made.append(averaged(perceptron).copy())
+        return made[-1]
+
+    monkeypatch.setattr(_Perceptron, "averaged", recorded)
+    three = MstParser(epochs=1, warm_epochs=1, perceptrons=3, order=3, dimension=2 ** 16).fit(train, targets(train))
+    assert len(made) == 3 and not np.array_equal(made[0], made[1])  # each met the sentences in its own orders
+    mean = (made[0] + made[1] + made[2]) / 3
+    assert np.array_equal(three.weights_[:-1], mean[mean != 0])
+    first = made[0]
+    made.clear()
+    one = MstParser(epochs=1, warm_epochs=1, perceptrons=1, order=3, dimension=2 ** 16).fit(train, targets(train))
+    assert len(made) == 1 and np.array_equal(made[0], first)
+    assert np.array_equal(one.weights_[:-1], first[first != 0])
 
 
 def test_second_order_is_used_only_where_the_learnt_shape_is_head_final_and_projective():
