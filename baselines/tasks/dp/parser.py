@@ -152,7 +152,7 @@ class _Perceptron:
     """One of MstParser's averaged structured perceptrons over its training sentences: passes that decode each
     sentence in a random order and, where the tree is wrong, add the gold tree's features and take away the
     predicted one's. One object for one perceptron's warm and higher-order passes, which share its weights, its
-    step-weighted totals (for averaging) and its step; `rng` draws the orders."""
+    step-weighted totals (for averaging) and its step; `rng` draws its orders."""
 
     def __init__(self, parser: "MstParser", records: Sequence[DpSentence], golds: list[np.ndarray], slots: int,
                  rng: np.random.Generator):
@@ -163,24 +163,23 @@ class _Perceptron:
         self.rng = rng
 
     def passes(self, count: int, arcs: list, siblings: Sequence = (), grands: Sequence = ()) -> None:
-        """`count` passes with these features of each sentence (arcs as (heads, dependents, slots), read once a
-        pass, so that they may be made as they are read; siblings and grands, where given, as sibling_features
-        and grand_features with slots)."""
+        """`count` passes with these features of each sentence (arcs as (heads, dependents, slots); siblings
+        and grands, where given, as sibling_features and grand_features with slots)."""
+        gold_rows = [np.flatnonzero(heads == gold[dependents])
+                     for (heads, dependents, _features), gold in zip(arcs, self.golds)]
         # The higher-order parts given, each with the function that finds a tree's rows in them.
         higher = [(parts, rows_of, [rows_of(sentence, gold) for sentence, gold in zip(parts, self.golds)])
                   for parts, rows_of in ((siblings, sibling_rows), (grands, grand_rows)) if parts]
         for _ in range(count):
             for index in self.rng.permutation(len(self.records)):
-                sentence_arcs = arcs[index]
-                heads, dependents, features = sentence_arcs
-                gold_rows = np.flatnonzero(heads == self.golds[index][dependents])
+                heads, dependents, features = arcs[index]
                 sentence_siblings = siblings[index] if siblings else None
                 sentence_grands = grands[index] if grands else None
-                predicted = self.parser._decode(self.weights, self.records[index], sentence_arcs,
+                predicted = self.parser._decode(self.weights, self.records[index], arcs[index],
                                                 siblings=sentence_siblings, grands=sentence_grands)
                 predicted_rows = np.flatnonzero(heads == predicted[dependents])
-                if not np.array_equal(predicted_rows, gold_rows):
-                    updates = [(features[gold_rows], 1.0), (features[predicted_rows], -1.0)]
+                if not np.array_equal(predicted_rows, gold_rows[index]):
+                    updates = [(features[gold_rows[index]], 1.0), (features[predicted_rows], -1.0)]
                     for parts, rows_of, gold_part_rows in higher:
                         part_slots = parts[index][3]
                         updates += [(part_slots[gold_part_rows[index]], 1.0),
@@ -267,8 +266,8 @@ class MstParser(TaskModel, BaseEstimator):
         With second or third order, perceptron passes before the ``epochs`` ones that decode freely at first
         order.
     perceptrons : int
-        How many perceptrons are trained, one after another, each over its own random orders of the sentences
-        (``warm_epochs`` and ``epochs`` passes each); the parser's weights are the mean of their averaged
+        How many perceptrons are trained, each over its own random orders of the sentences (``warm_epochs``
+        and ``epochs`` passes each); the parser's weights are the mean of their averaged
         weights. One perceptron's weights depend on the order it met the sentences in (3-fold CV UAS moves by
         0.3 from seed to seed); the mean of several depends on it less. By 3-fold CV on the training sentences
         under three seeds, perceptrons of 1 warm and 1 third-order pass (results/tuning/dp-mst-perceptrons*.json):
@@ -431,36 +430,34 @@ class MstParser(TaskModel, BaseEstimator):
         for index, (heads, dependents, features) in enumerate(arcs):
             arcs[index] = heads, dependents, position[features]
         golds = [np.array([0] + [w.head for w in sentence.words]) for sentence in records]
-        # Every training arc, made again as it is read (half a second for 1,000 sentences): for the warm passes
-        # where the higher-order ones keep only some, instead of holding both lists, and for naming.
-        remade = functools.partial(self._positions, ArcFeaturizer.arcs, position=position)
-        warm_arcs, siblings, grands = arcs, [], []
+        # `perceptrons` perceptrons, each drawing its orders of the sentences from its own seeded generator. All
+        # make their warm passes while every arc is held, and then their higher-order passes, so that the fit
+        # never holds every arc beside the higher-order parts.
+        perceptrons = [_Perceptron(self, records, golds, len(seen), np.random.default_rng(seed))
+                       for seed in np.random.SeedSequence(self.random_state).spawn(self.perceptrons)]
+        for perceptron in perceptrons:
+            # With order 2 or 3, the warm passes come first and decode freely at first order: the arc weights
+            # learn from every mistake, as order 1's do, before the shape-bound higher-order passes (3-fold CV on
+            # the training sentences: order 2, UAS 83.61 without warm passes, 84.03 with 2;
+            # results/tuning/README.md).
+            perceptron.passes(self.warm_epochs if higher else self.epochs, arcs)
+        siblings, grands = [], []
         if higher:
             # The higher-order passes read only the arcs of head-final trees: the others are dropped before the
             # sibling and grandparent features are made (at the official size, 10,000 sentences, keeping every
             # arc beside them took the fit's peak to 3.5 GB).
             arcs = [head_final_arcs(parts, len(sentence.words)) for parts, sentence in zip(arcs, records)]
-            warm_arcs = RecomputedParts(records, remade)
             siblings = [self._positions(sibling_features, sentence, position) for sentence in records]
             if self.order_ == 3:
                 grands = [self._positions(grand_features, sentence, position) for sentence in records]
-        # `perceptrons` perceptrons, one after another, each over its own orders of the sentences (drawn in turn
-        # from one seeded generator), their averaged weights averaged again.
-        rng = np.random.default_rng(self.random_state)
-        averaged = np.zeros(len(seen))
-        for _ in range(self.perceptrons):
-            perceptron = _Perceptron(self, records, golds, len(seen), rng)
-            # With order 2 or 3, the warm passes come first and decode freely at first order: the arc weights
-            # learn from every mistake, as order 1's do, before the shape-bound higher-order passes (3-fold CV on
-            # the training sentences: order 2, UAS 83.61 without warm passes, 84.03 with 2;
-            # results/tuning/README.md).
-            perceptron.passes(self.warm_epochs if higher else self.epochs, warm_arcs)
-            if higher:
+            for perceptron in perceptrons:
                 perceptron.passes(self.epochs, arcs, siblings, grands)
-            averaged += perceptron.averaged()
-            del perceptron  # before the next one's weights are made
+        averaged = perceptrons.pop(0).averaged()
+        while perceptrons:  # the mean of their averaged weights, each perceptron dropped once it is added
+            averaged += perceptrons.pop(0).averaged()
         averaged /= self.perceptrons
         # Named from every training arc, made again where the higher-order passes dropped some.
+        remade = functools.partial(self._positions, ArcFeaturizer.arcs, position=position)
         named_arcs = RecomputedParts(records, remade) if higher else arcs
         strongest = self._name_strongest_arcs(records, named_arcs, siblings, grands, averaged)
         del arcs, siblings, grands, position
