@@ -240,13 +240,16 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
         if fit:
             self.vectorizers_ = {name: TfidfVectorizer(analyzer=analyser, sublinear_tf=True).fit(analyses)
                                  for name, analyser in VIEWS}
+        # Each view reads every sentence once; a pair's two sentences are its rows 2i and 2i + 1. A TF-IDF row
+        # and its SVD projection depend on that sentence alone, so the slices equal the sides transformed apart.
+        matrices = {name: vectorizer.transform(analyses) for name, vectorizer in self.vectorizers_.items()}
+        if fit:
             self.svds_ = {view: TruncatedSVD(self.svd_components, random_state=self.random_state).fit(
-                self.vectorizers_[view].transform(analyses)) for view in LATENT_VIEWS}
-        columns = [_row_cosines(vectorizer.transform(first), vectorizer.transform(second))
-                   for vectorizer in self.vectorizers_.values()]
+                matrices[view]) for view in LATENT_VIEWS}
+        columns = [_row_cosines(matrix[0::2], matrix[1::2]) for matrix in matrices.values()]
         for view, svd in self.svds_.items():
-            latent = [normalize(svd.transform(self.vectorizers_[view].transform(side))) for side in (first, second)]
-            columns.append(_row_cosines(*latent))
+            latent = svd.transform(matrices[view])
+            columns.append(_row_cosines(normalize(latent[0::2]), normalize(latent[1::2])))
         overlaps = [overlap_features(a, b) for a, b in zip(first, second)]
         names = sorted(overlaps[0]) if overlaps else []
         columns.extend(np.array([o[name] for o in overlaps]) for name in names)
