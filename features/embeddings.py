@@ -106,6 +106,7 @@ class MorphemeEmbeddings:
     """
 
     BATCH = 128  # queries per matrix product: 70,488 × 128 dot products and scores in float32, about 70 MB
+    FLOOR_BLOCKS = 1024  # blocks of columns whose maxima bound a query's top_n-th score from below
 
     def __init__(self, vectors: np.ndarray, morphemes: list[tuple[str, str]]):
         if vectors.ndim != 2 or len(vectors) != len(morphemes):
@@ -194,18 +195,36 @@ class MorphemeEmbeddings:
                 scores = dots * self.inverse_norms
             scores[:, self.never_neighbours] = -np.inf
             scores[np.arange(len(rows)), rows] = -np.inf
-            for morpheme, row, row_dots, row_scores in zip(batch, rows, dots, scores):
-                found[morpheme] = self._top(row, row_dots, row_scores, top_n)
+            for morpheme, row, row_dots, row_scores, floor in zip(batch, rows, dots, scores,
+                                                                   self._floors(scores, top_n)):
+                found[morpheme] = self._top(row, row_dots, row_scores, top_n, floor)
             if advance is not None:
                 advance(len(batch))
         return found
 
-    def _top(self, row: int, dots: np.ndarray, scores: np.ndarray, top_n: int) -> tuple:
+    def _floors(self, scores: np.ndarray, top_n: int) -> np.ndarray:
+        """For each row of `scores`, a floor that at least `top_n` of its scores reach: the top_n-th largest of
+        the maxima of FLOOR_BLOCKS blocks of its columns (top_n scores of the row, so no higher than its own
+        top_n-th largest); -inf where the blocks are too few to tell."""
+        rows, columns = scores.shape
+        blocks = min(self.FLOOR_BLOCKS, columns)
+        if top_n > blocks // 2:
+            return np.full(rows, -np.inf, dtype=scores.dtype)
+        width = columns // blocks
+        maxima = scores[:, :blocks * width].reshape(rows, blocks, width).max(axis=2)
+        return np.partition(maxima, blocks - top_n, axis=1)[:, blocks - top_n]
+
+    def _top(self, row: int, dots: np.ndarray, scores: np.ndarray, top_n: int, floor: float) -> tuple:
         count = min(top_n, self.candidates - int(self.candidate[row]))
         if count <= 0 or not self.square_norms[row]:
             return ()  # no other row, or a zero vector, whose cosines are undefined
-        kth = np.partition(scores, len(scores) - count)[len(scores) - count]
-        shortlist = np.flatnonzero(scores >= kth - abs(kth) * 1e-4 - 1e-30)
+        # Every score at or above the count-th best reaches the floor (_floors), so the count-th best of those
+        # that reach it is the row's own, found among a few hundred scores instead of all.
+        above = np.flatnonzero(scores >= floor)
+        above_scores = scores[above]
+        kth = np.partition(above_scores, len(above) - count)[len(above) - count]
+        lowest = kth - abs(kth) * 1e-4 - 1e-30
+        shortlist = above[above_scores >= lowest] if lowest >= floor else np.flatnonzero(scores >= lowest)
         with np.errstate(divide="ignore", invalid="ignore"):
             cosines = dots[shortlist].astype(np.float64) / np.sqrt(self.square_norms[row]
                                                                    * self.square_norms[shortlist])

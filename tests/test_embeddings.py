@@ -138,7 +138,11 @@ def brute_force_nearest(table: MorphemeEmbeddings, morpheme: tuple[str, str], to
     return tuple((*table.morphemes[other], round(float(-negative), 4)) for negative, other in ranked[:top_n])
 
 
-def test_the_shortlist_gives_what_every_row_s_exact_cosine_gives():
+@pytest.mark.parametrize("floor_blocks", [1024, 16, 3])
+def test_the_shortlist_gives_what_every_row_s_exact_cosine_gives(floor_blocks, monkeypatch):
+    """With 400 rows, 1024 blocks are the scores themselves (the floor is the top_n-th score), 16 and 3 blocks
+    give floors below it, and a top_n above half the blocks gives none."""
+    monkeypatch.setattr(MorphemeEmbeddings, "FLOOR_BLOCKS", floor_blocks)
     rng = np.random.default_rng(7)
     vectors = rng.integers(-8, 8, size=(400, 12)).astype(np.int8)
     vectors[50:60] = vectors[40]  # ties: ten copies of one row
