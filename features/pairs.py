@@ -42,17 +42,27 @@ def _dice(a: set, b: set) -> float:
     return _ratio(2 * len(a & b), len(a) + len(b))
 
 
-def soft_alignment(source: list[str], target: list[str]) -> float:
-    """Mean over source tokens of their best character-bigram Dice match in target (1 for an exact match):
-    credits '호스트분' against '호스트' where exact overlap gives nothing."""
-    if not source or not target:
-        return 0.0
-    target_grams = [(token, char_ngrams(token, 2) or {token}) for token in set(target)]
+def soft_alignments(first: list[str], second: list[str]) -> tuple[float, float]:
+    """Mean over the tokens of each list of their best character-bigram Dice match in the other (1 for an
+    exact match), first to second and second to first: credits '호스트분' against '호스트' where exact overlap
+    gives nothing. Dice is symmetric, so each pair of distinct tokens is compared once for both directions."""
+    if not first or not second:
+        return 0.0, 0.0
+    distinct_1, distinct_2 = list(dict.fromkeys(first)), list(dict.fromkeys(second))
+    grams_2 = [char_ngrams(token, 2) or {token} for token in distinct_2]
+    similar = [[1.0 if token == other else _dice(grams, other_grams) for other, other_grams in zip(distinct_2, grams_2)]
+               for token, grams in ((token, char_ngrams(token, 2) or {token}) for token in distinct_1)]
+    best_1 = dict(zip(distinct_1, map(max, similar)))
+    best_2 = dict(zip(distinct_2, map(max, zip(*similar))))
+    return _mean_in_order(best_1, first), _mean_in_order(best_2, second)
+
+
+def _mean_in_order(value_of: dict[str, float], tokens: list[str]) -> float:
+    # Added one after another in the tokens' order: sum() compensates its rounding from Python 3.12 on.
     total = 0.0
-    for token in source:
-        grams = char_ngrams(token, 2) or {token}
-        total += max(1.0 if token == other else _dice(grams, other_grams) for other, other_grams in target_grams)
-    return total / len(source)
+    for token in tokens:
+        total += value_of[token]
+    return total / len(tokens)
 
 
 def overlap_features(first: Analysis, second: Analysis) -> dict[str, float]:
@@ -66,8 +76,7 @@ def overlap_features(first: Analysis, second: Analysis) -> dict[str, float]:
         "content_covered_1": _ratio(len(set_1 & set_2), len(set_1)),
         "content_covered_2": _ratio(len(set_1 & set_2), len(set_2)),
         "morpheme_jaccard": _jaccard(morph_1, morph_2),
-        "align_1_to_2": soft_alignment(content_1, content_2),
-        "align_2_to_1": soft_alignment(content_2, content_1),
+        **dict(zip(("align_1_to_2", "align_2_to_1"), soft_alignments(content_1, content_2))),
         "length_ratio": _ratio(min(len(first.text), len(second.text)), max(len(first.text), len(second.text))),
         "content_length_ratio": _ratio(min(len(set_1), len(set_2)), max(len(set_1), len(set_2))),
     }

@@ -19,7 +19,7 @@ from features.analysis import MorphemeAnalyzer, analyze
 from features.cache import CacheWarning
 from features.morphemes import Analysis, eojeol_spans
 from features.pairs import (EMBEDDING_FEATURES, embedding_alignment, hypothesis_marks, neighbour_alignment,
-                            overlap_features)
+                            overlap_features, soft_alignments)
 from baselines.tasks.mrc.passages import matched_share, sentence_ids
 from features.tags import to_sejong
 from features.vectorize import Analyse, CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, morpheme_tokens
@@ -304,6 +304,14 @@ def test_neighbour_alignment_pairs_a_new_word_with_its_nearest_premise_word():
     assert apart["unaligned=파산/NNG"] == 1.0 and apart["unaligned_count=1"] == 1.0
     assert apart["least_aligned_similarity"] == 1.0  # nothing aligned
     assert neighbour_alignment(premise, premise, 20) == {"unaligned_count=0": 1.0, "least_aligned_similarity": 1.0}
+
+
+def test_soft_alignments_are_each_token_s_best_bigram_dice_on_the_other_side_averaged_both_ways():
+    first, second = ["호스트분", "숙소", "숙소", "a"], ["호스트", "숙소", "사진"]
+    # 호스트분 {호스, 스트, 트분} against 호스트 {호스, 스트}: 2 x 2 / 5; a one-character token is its own bigram.
+    assert soft_alignments(first, second) == ((0.8 + 1.0 + 1.0 + 0.0) / 4, (0.8 + 1.0 + 0.0) / 3)
+    assert soft_alignments(second, first) == tuple(reversed(soft_alignments(first, second)))
+    assert soft_alignments([], second) == soft_alignments(first, []) == (0.0, 0.0)
 
 
 def test_embedding_alignment_sees_near_words_that_overlap_does_not():
