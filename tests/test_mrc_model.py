@@ -110,6 +110,22 @@ def test_ranker_learns_a_planted_pattern_and_survives_persistence(tmp_path):
         load_model(tmp_path / "oldest.joblib", "mrc", versions())
 
 
+def test_a_question_s_rows_are_scaled_as_the_fitted_scaler_scales_them(monkeypatch):
+    scaled = []
+    original = SpanRanker._scaled
+
+    def compared(self, rows):
+        ours, library = original(self, rows), self.scaler_.transform(rows)
+        scaled.append(ours.dtype == library.dtype and (ours != library).nnz == 0
+                      and np.array_equal(ours.indices, library.indices) and (ours is not rows))
+        return ours
+
+    monkeypatch.setattr(SpanRanker, "_scaled", compared)
+    train, test = planted_questions(45, seed=3), planted_questions(15, seed=4)
+    SpanRanker(random_state=0).fit(train, targets(train)).predict(test)
+    assert len(scaled) >= len(test) and all(scaled)
+
+
 def test_the_ranker_chooses_its_penalty_by_the_held_out_best_span_of_its_training_questions(monkeypatch):
     train = planted_questions(90, seed=1)
     assert SpanRanker(random_state=0).fit(train, targets(train)).alpha_ in RANKER_ALPHAS

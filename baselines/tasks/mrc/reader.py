@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator
 from sklearn.model_selection import GroupKFold, cross_val_predict
 from sklearn.preprocessing import StandardScaler
 from sklearn.exceptions import NotFittedError
+from sklearn.utils.sparsefuncs import inplace_column_scale
 from sklearn.utils.validation import check_is_fitted, check_memory
 
 from baselines import scoring
@@ -335,7 +336,15 @@ class SpanRanker(TaskModel, BaseEstimator):
     def _scores(self, rows: sparse.csr_matrix, ranker: ListwiseRanker) -> np.ndarray:
         if not rows.shape[0]:
             return np.zeros(0)
-        return ranker.decision_function(self.scaler_.transform(rows))
+        return ranker.decision_function(self._scaled(rows))
+
+    def _scaled(self, rows: sparse.csr_matrix) -> sparse.csr_matrix:
+        """scaler_.transform(rows) for one question's rows, without scikit-learn's checks of its input, which
+        took longer than the scaling itself (asked 22,814 times in a 5-fold dev run: 12 of its 130 profiled
+        seconds). The same arithmetic: a copy in a floating type, each value times 1 / scale_ of its column."""
+        scaled = rows.copy() if rows.dtype in (np.float32, np.float64) else rows.astype(np.float64)
+        inplace_column_scale(scaled, 1 / self.scaler_.scale_)
+        return scaled
 
     @staticmethod
     def _evidence(view: QuestionView, rows: sparse.csr_matrix, expected: np.ndarray, scores: np.ndarray
