@@ -84,11 +84,19 @@ def read_output_vectors(path: Path) -> np.ndarray:
     rows = rows.reshape(header.vocab_size, row)
     packed = rows[:, : header.dim // 2]
     groups = rows[:, header.dim // 2 + _HALF:]  # the float16 scale between them is common to a row: cosines ignore it
-    nibbles = np.empty((header.vocab_size, header.dim), dtype=np.int32)
+    nibbles = np.empty((header.vocab_size, header.dim), dtype=np.uint8)
     nibbles[:, 0::2] = packed & 0x0F
     nibbles[:, 1::2] = packed >> 4
-    group_of = np.repeat(groups, header.qgroup, axis=1).astype(np.int32)
-    values = (nibbles - (_ZERO_BASE + (group_of >> 6))) * (_SCALE_BASE + (group_of & 0x3F))
+    # Each value is one of 256 x 16 (group byte, nibble) pairs: looked up in their table, not computed 18 million
+    # times over (1.2 s of every process that reads the table).
+    by_group = nibbles.reshape(header.vocab_size, header.dim // header.qgroup, header.qgroup)
+    return _int8_values()[groups[:, :, None], by_group].reshape(header.vocab_size, header.dim)
+
+
+def _int8_values() -> np.ndarray:
+    """The int8 value of every 4-bit value q (columns) under every group byte g (rows), as Kiwi computes it."""
+    group, nibble = np.arange(256, dtype=np.int32)[:, None], np.arange(16, dtype=np.int32)[None, :]
+    values = (nibble - (_ZERO_BASE + (group >> 6))) * (_SCALE_BASE + (group & 0x3F))
     values += np.sign(values) * (_DIVISOR // 2)
     values = ((values * (32768 // _DIVISOR) >> 14) + 1) >> 1
     return values.astype(np.int8)
