@@ -213,10 +213,10 @@ class MorphemeEmbeddings:
     def _floors(self, scores: np.ndarray, top_n: int) -> np.ndarray:
         """For each row of `scores`, a floor that at least `top_n` of its scores reach: the top_n-th largest of
         the maxima of FLOOR_BLOCKS blocks of its columns (top_n scores of the row, so no higher than its own
-        top_n-th largest); -inf where the blocks are too few to tell."""
+        top_n-th largest); -inf where the blocks are too few to tell, or top_n asks for none."""
         rows, columns = scores.shape
         blocks = min(self.FLOOR_BLOCKS, columns)
-        if top_n > blocks // 2:
+        if not 1 <= top_n <= blocks // 2:
             return np.full(rows, -np.inf, dtype=scores.dtype)
         width = columns // blocks
         maxima = scores[:, :blocks * width].reshape(rows, blocks, width).max(axis=2)
