@@ -49,9 +49,9 @@ def soft_alignments(first: list[str], second: list[str]) -> tuple[float, float]:
     if not first or not second:
         return 0.0, 0.0
     distinct_1, distinct_2 = list(dict.fromkeys(first)), list(dict.fromkeys(second))
-    grams_2 = [char_ngrams(token, 2) or {token} for token in distinct_2]
+    grams_1, grams_2 = ([char_ngrams(token, 2) or {token} for token in tokens] for tokens in (distinct_1, distinct_2))
     similar = [[1.0 if token == other else _dice(grams, other_grams) for other, other_grams in zip(distinct_2, grams_2)]
-               for token, grams in ((token, char_ngrams(token, 2) or {token}) for token in distinct_1)]
+               for token, grams in zip(distinct_1, grams_1)]
     best_1 = dict(zip(distinct_1, map(max, similar)))
     best_2 = dict(zip(distinct_2, map(max, zip(*similar))))
     return _mean_in_order(best_1, first), _mean_in_order(best_2, second)
