@@ -195,6 +195,11 @@ class MorphemeEmbeddings:
         morphemes = list(dict.fromkeys(morphemes))
         found: dict[tuple[str, str], tuple] = {m: () for m in morphemes if m not in self.row_of}
         known = [m for m in morphemes if m in self.row_of]
+        if top_n < 1:  # none asked for: no product with the table
+            found.update((m, ()) for m in known)
+            if advance is not None and known:
+                advance(len(known))
+            return found
         for offset in range(0, len(known), self.BATCH):
             batch = known[offset:offset + self.BATCH]
             rows = np.array([self.row_of[m] for m in batch])
@@ -213,10 +218,10 @@ class MorphemeEmbeddings:
     def _floors(self, scores: np.ndarray, top_n: int) -> np.ndarray:
         """For each row of `scores`, a floor that at least `top_n` of its scores reach: the top_n-th largest of
         the maxima of FLOOR_BLOCKS blocks of its columns (top_n scores of the row, so no higher than its own
-        top_n-th largest); -inf where the blocks are too few to tell, or top_n asks for none."""
+        top_n-th largest), for top_n of 1 or more; -inf where the blocks are too few to tell."""
         rows, columns = scores.shape
         blocks = min(self.FLOOR_BLOCKS, columns)
-        if not 1 <= top_n <= blocks // 2:
+        if top_n > blocks // 2:
             return np.full(rows, -np.inf, dtype=scores.dtype)
         width = columns // blocks
         maxima = scores[:, :blocks * width].reshape(rows, blocks, width).max(axis=2)
