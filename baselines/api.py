@@ -329,6 +329,10 @@ def check_explainable(task: str, model: Any, per_input: bool = False) -> None:
     if not hasattr(model, "top_features"):
         raise driver.UsageError(f"a {type(model).__name__} has no learnt features to show (a trivial floor, or "
                                 "STS's gradient boosting, whose trees have no weights per feature)")
+    unexplained = getattr(model, "unexplained", None)
+    problem = unexplained() if callable(unexplained) else None
+    if problem:
+        raise driver.UsageError(problem)
     if per_input and not (hasattr(model, "feature_contributions") or hasattr(model, "character_contributions")):
         raise driver.UsageError(f"explaining single inputs needs a linear classifier (YNAT, NLI, RE) or NER's CRF; "
                                 f"a {type(model).__name__} shows only what it learnt (leave out --input)")

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
 from baselines import datafiles, hf, memory, parallel, progress, tuning
 from baselines.dataio import DataError, file_sha256
+from baselines.estimators import fold_copy
 from baselines.params import check_hyper_parameters
 from baselines.provenance import code_version, machine, versions
 from baselines.registry import did_you_mean, get_task
@@ -335,12 +335,12 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
 
     trained_on: list[int] = []
 
-    def fit(records: list, where: str):
+    def fit(estimator, records: list, where: str):
         subset = training_subset(task, records, train_fraction, seed)
         trained_on.append(len(subset))
         share = f" ({train_fraction:g} of {len(records)})" if train_fraction != 1 else ""
         log(f"{task.code}: {where}fitting {name} on {len(subset)} records{share}")
-        return watch.measure("fit", lambda: model.fit(subset, task.targets(subset)),
+        return watch.measure("fit", lambda: estimator.fit(subset, task.targets(subset)),
                              f"{task.code}: {where}fitting {name}")
 
     spread = None  # with workers: what the record keeps of them
@@ -353,16 +353,16 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
             fold_trains.append(train_records + [r for i, r in enumerate(dev_records) if i not in held_out])
         if workers.jobs == 1:
             for number, (fold, fold_train) in enumerate(zip(folds, fold_trains), start=1):
-                fit(fold_train, f"fold {number}/{cv}: ")
+                fold_model = fit(fold_copy(model), fold_train, f"fold {number}/{cv}: ")
                 fold_records = [dev_records[i] for i in fold]
-                for i, prediction in zip(fold, watch.measure("predict", lambda: task.predict(model, fold_records),
+                for i, prediction in zip(fold, watch.measure("predict", lambda: task.predict(fold_model, fold_records),
                                                              f"{task.code}: fold {number}/{cv}: predicting")):
                     predictions[i] = prediction
         else:
             subsets = [training_subset(task, fold_train, train_fraction, seed) for fold_train in fold_trains]
             trained_on.extend(map(len, subsets))
             log(f"{task.code}: fitting {name} on {cv} folds, {workers.jobs} at a time ({workers.backend})")
-            calls = [(fit_and_predict, (task.code, clone(model), subset, [dev_records[i] for i in fold]))
+            calls = [(fit_and_predict, (task.code, fold_copy(model), subset, [dev_records[i] for i in fold]))
                      for subset, fold in zip(subsets, folds)]
             texts = task.texts(train_records + dev_records) if model.uses_morpheme_analysis() else ()
             outcome = watch.measure("cross_fit", lambda: parallel.run(
@@ -376,7 +376,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
                       "peak_rss_mb": outcome.worker_peak_rss_mb}  # the largest worker's (None: not measured)
     else:
         if fitted is None:
-            fit(train_records, "")
+            fit(model, train_records, "")
         log(f"{task.code}: predicting {len(dev_records)} records")
         predictions = watch.measure("predict", lambda: task.predict(model, dev_records), f"{task.code}: predicting")
     metrics = watch.measure("score", lambda: task.score(dev_records, predictions, resources))

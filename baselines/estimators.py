@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted
 
 from baselines.dataio import DataError
@@ -76,6 +77,11 @@ class TaskModel:
         analyses them once, before the workers start)."""
         return self._analyses_text
 
+    def fold_copy(self):
+        """An unfitted copy for a fit that is scored and then dropped (a cross-fitting or a CV fold): a clone,
+        in which a model may leave out work that only a kept model's explanations use."""
+        return clone(self)
+
     def score(self, X: Sequence, y: Sequence, sample_weight: Any = None) -> float:
         """The task's first headline metric of predict(X) against y, on the 0-1 scale (NaN where the official
         metric is undefined, as Pearson r of a constant prediction)."""
@@ -83,6 +89,12 @@ class TaskModel:
             raise ValueError("the official KLUE metrics take no sample weights")
         records = self._records(X)
         return type(self)._headline(records, list(y), list(self.predict(records))) / 100
+
+
+def fold_copy(estimator):
+    """An unfitted copy of `estimator` for a fold's fit (TaskModel.fold_copy; a plain clone for any other
+    estimator)."""
+    return estimator.fold_copy() if isinstance(estimator, TaskModel) else clone(estimator)
 
 
 class NothingLearnt(TaskModel):

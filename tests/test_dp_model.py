@@ -344,6 +344,35 @@ def test_the_arc_scorer_shows_its_strongest_features_by_name():
         for _name, weight in sections[section])
 
 
+def test_a_fold_copy_names_no_features_and_parses_as_the_named_parser(tmp_path):
+    from click.testing import CliRunner
+
+    from baselines import api
+    from baselines.cli import main
+    from baselines.estimators import fold_copy
+    rng = np.random.default_rng(7)
+    train = [planted_clause(f"p{i}", list(rng.choice(NOUNS, 3, replace=False))) for i in range(30)]
+    test = [planted_clause("q", ["선생", "편지", "교실"]), planted_clause("r", ["가수", "노래", "무대"])]
+    named = MstParser(epochs=2, dimension=2 ** 16, random_state=3)
+    unnamed = fold_copy(named)
+    assert unnamed.get_params() == {**named.get_params(), "name_features": False}
+    for model in (named, unnamed):
+        model.fit(train, targets(train))
+    assert named.arc_feature_names_ and unnamed.arc_feature_names_ is None
+    assert named.predict(test) == unnamed.predict(test)
+    assert np.array_equal(named.weights_, unnamed.weights_)
+    with pytest.raises(ValueError, match="name_features=False"):
+        unnamed.top_features()
+    unnamed.set_params(name_features=True)  # the fitted state, not the parameter, says what was named
+    with pytest.raises(ValueError, match="name_features=False"):
+        unnamed.top_features()
+    # explain refuses it before training, in one line
+    result = CliRunner().invoke(main, ["explain", "dp", "--param", "name_features=false"])
+    assert result.exit_code != 0 and result.output.startswith("Error: ") and "name_features" in result.output
+    assert result.output.count("\n") == 1
+    assert api.check_explainable("dp", named) is None
+
+
 def planted_clause(guid: str, nouns: list[str]) -> DpSentence:
     """'N1이 N2를 읽은 N3를 봤다.': the object belongs to the relative clause, the rest to the final verb."""
     words = [DpWord(f"{nouns[0]}이", f"{nouns[0]} 이", "NNG+JKS", 5, "NP_SBJ"),

@@ -37,6 +37,23 @@ def test_parallel_cross_fitting_predicts_what_serial_cross_fitting_does(code):
     assert spread["workers"]["peak_rss_mb"] > 0  # each worker measures its own process
 
 
+def test_cross_fitting_and_tuning_folds_fit_fold_copies_that_skip_the_parsers_feature_names(monkeypatch, tmp_path):
+    from baselines.tasks.dp.parser import MstParser
+
+    def named(*_args):
+        raise AssertionError("a fold's parser named its features")
+
+    monkeypatch.setattr(MstParser, "_name_strongest_arcs", named)
+    spec = get_task("dp")
+    record, _predictions = driver.evaluate_task(spec, driver.resolve_data(spec), cv=2, workers=parallel.Workers(1),
+                                                params={"perceptrons": 1})
+    assert record["hyper_parameters"]["name_features"] is True  # the model asked for; its folds' copies do not
+    report, _path = api.tune("dp", {"perceptrons": [1]}, folds=2, results_dir=tmp_path, log=lambda _message: None)
+    assert len(report["trials"]) == 1
+    with pytest.raises(AssertionError, match="named its features"):
+        api.fit("dp", api.data_file("dp", "train"), perceptrons=1)
+
+
 @pytest.mark.skipif(not HAS_DASK, reason="dask.distributed is not installed (extra [cluster])")
 def test_a_local_dask_cluster_predicts_what_serial_cross_fitting_does():
     _serial, serial_predictions = cross_fitted("dp", parallel.Workers(1))
