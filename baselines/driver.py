@@ -168,7 +168,7 @@ def fitted_requirement(requirement: Requirement, path: Any, seed: int, log: Call
     """The default model of `requirement.task` fitted on the training file `path` with `seed`, frozen: a clone
     of the model that holds it (one per cross-fitting fold) shares it instead of refitting it."""
     spec, records = _required_records(requirement, path)
-    name, model = build_model(spec, None, seed, spec.load_resources({}))
+    name, model = build_model(spec, None, seed, spec.load_resources({}), dict(requirement.settings))
     log(f"{spec.code}: fitting {name} on {len(records)} records from {Path(path).name}, for the "
         f"{requirement.model_param}")
     with progress.heartbeat(f"{spec.code}: fitting {name}", log):

@@ -57,12 +57,15 @@ class Requirement:
       takes an NER tagger this way;
     - ``provides="gazetteer"``: a features.gazetteer.EntityGazetteer of the typed entity names that `task`'s
       records carry (TaskSpec.mentions); the NER CRF takes the RE training file's subjects and objects.
-    Tasks meet this way, never by importing one another."""
+    `settings` are hyper-parameters set over the default model's before it is fitted (RE's parser learns from
+    Kiwi's tags, which are all that RE's raw sentences will have). Tasks meet this way, never by importing
+    one another."""
     task: str
     file_param: str
     model_param: str
     what: str  # what the file must be, for error messages
     provides: str = "model"
+    settings: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1025,6 +1025,16 @@ def test_a_missing_or_wrong_re_file_for_the_ner_gazetteer_is_one_error_line(tmp_
     assert "trivial takes no re gazetteer, so no re_train" in line
 
 
+def test_a_missing_or_wrong_dp_file_for_the_re_parser_is_one_error_line(tmp_path):
+    line = refused("run", "re", "--param", f"dp_train={tmp_path / 'absent.tsv'}")
+    assert "absent.tsv" in line and "no such file" in line and "KLUE-DP training file" in line
+    not_dp = sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv"
+    line = refused("run", "re", "--param", f"dp_train={not_dp}")
+    assert "klue-ner-v1.1_train.tsv" in line
+    line = refused("run", "re", "--model", "trivial", "--param", f"dp_train={not_dp}", "--results-dir", tmp_path)
+    assert "trivial takes no dp model, so no dp_train" in line
+
+
 def test_a_determinism_run_that_fails_is_one_error_line_and_another_tasks_file_is_made_absolute(tmp_path,
                                                                                                monkeypatch):
     # The variants run in a scratch folder: a relative re_train must reach them as the user's file.

@@ -15,7 +15,8 @@ from baselines.tuning import fold_splits
 from baselines.tasks.ner import (CharacterCRF, NerSentence, character_features, feature_in_words, iobes_to_iob2,
                                  jackknifed_type_features, morpheme_types, most_probable_iob2, repair_iob2,
                                  to_iobes)
-from baselines.tasks.re import Entity, ReExample, RelationClassifier, entity_characters, pair_features
+from baselines.tasks.re import (Entity, ReExample, RelationClassifier, dependency_path_features, entity_characters,
+                                pair_features)
 from features.analysis import analyze
 from features.morphemes import Analysis
 from features.vectorize import neighbour_tokens
@@ -197,6 +198,52 @@ def test_entity_surface_and_typed_words():
     near = pair_features(record, analysis, morpheme_neighbours=neighbour_tokens(analysis, 10))
     assert "object_neighbour=회장/NNG|POH" in near
     assert {name.split("|")[1] for name in near if name.startswith("subject_neighbour=")} == {"ORG"}
+
+
+def test_dependency_path_features_follow_both_entities_up_to_the_word_that_heads_them():
+    # 김철수는 / 2010년 / 삼성을 / 세웠다. : the subject and the object both depend on 세웠다 (the root's child).
+    sentence = "김철수는 2010년 삼성을 세웠다."
+    record = ReExample("r", sentence, Entity("김철수", 0, 2, "PER"), Entity("삼성", 12, 13, "ORG"))
+    analysis = analyze([sentence])[0]
+    heads, relations = [4, 4, 4, 0], ["NP_SBJ", "NP_AJT", "NP_OBJ", "VP"]
+    features = dependency_path_features(record, analysis, heads, relations)
+    assert {"path=NP_SBJ^NP_OBJ", "path=NP_SBJ^NP_OBJ|PER>ORG", "path_length=2", "path_head=세우/VV",
+            "path_head=세우/VV|PER>ORG", "subject_relation=NP_SBJ|PER>ORG", "object_relation=NP_OBJ|PER>ORG",
+            "subject_head=세우/VV", "object_head=세우/VV"} == set(features)
+    # the object's eojeol heads the subject's: the path climbs from the subject alone
+    chain = dependency_path_features(record, analysis, [3, 3, 4, 0], ["NP", "NP_AJT", "NP_OBJ", "VP"])
+    assert chain["path=NP^|PER>ORG"] == 1.0 and chain["path=object_heads_subject|PER>ORG"] == 1.0
+    assert chain["subject_head=삼성/NNP"] == 1.0 and not any(name.startswith("path_head=") for name in chain)
+    # both in one eojeol, and a long path shown by its first three relations
+    same = ReExample("s", sentence, Entity("김철수", 0, 2, "PER"), Entity("철수", 1, 2, "PER"))
+    assert set(dependency_path_features(same, analysis, heads, relations)) == {"path=same_eojeol",
+                                                                               "path=same_eojeol|PER>PER"}
+    assert "path=NP_SBJ/NP_AJT^" in dependency_path_features(record, analysis, [2, 3, 4, 0], ["NP_SBJ", "NP_AJT",
+                                                                                               "NP_OBJ", "VP"])
+    chained = ReExample("c", "가 나 다 라 마", Entity("가", 0, 0, "PER"), Entity("마", 8, 8, "ORG"))
+    deep = dependency_path_features(chained, analyze([chained.sentence])[0], [2, 3, 4, 5, 0], list("ABCD") + ["VP"])
+    assert {"path=A/B/C/...^|PER>ORG", "path_length=4-7", "path=object_heads_subject|PER>ORG"} <= set(deep)
+
+
+def test_dp_train_gives_the_relation_classifier_a_kiwi_tag_parser_whose_paths_it_learns(tmp_path):
+    from sklearn.frozen import FrozenEstimator
+
+    from baselines import api
+    from baselines.datafiles import sample_dir
+
+    model = api.make_model("re", dp_train=str(sample_dir() / "klue-dp-v1.1" / "klue-dp-v1.1_train.tsv"))
+    assert isinstance(model.parser, FrozenEstimator)
+    assert (model.parser.estimator.pos, model.parser.estimator.order, model.parser.estimator.perceptrons) == ("kiwi", 1, 1)
+    train = planted_relations(40, seed=2)
+    model.set_params(C=5.0).fit(train, [r.label for r in train])
+    assert any(name.startswith("path=") for name in model.vectorizer_.get_feature_names_out())
+    test = planted_relations(10, seed=3)
+    assert list(model.predict(test)) == [r.label for r in test]
+    plain = RelationClassifier(C=5.0).fit(train, [r.label for r in train])
+    assert not any(name.startswith("path=") for name in plain.vectorizer_.get_feature_names_out())
+    save_model(tmp_path / "re.joblib", model, "re", "features-lr", [], versions())
+    loaded, _ = load_model(tmp_path / "re.joblib", "re", versions())  # the parser is inside the model
+    assert np.array_equal(loaded.predict_proba(test), model.predict_proba(test))
 
 
 def test_relation_folds_keep_the_pairs_of_a_sentence_together():
