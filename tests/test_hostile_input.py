@@ -1011,28 +1011,22 @@ def test_too_few_titles_for_min_df_or_a_single_topic_name_the_cause(tmp_path):
     assert f"all 4 are '{titles[0]['label']}'" in line
 
 
-def test_a_missing_or_wrong_re_file_for_the_ner_gazetteer_is_one_error_line(tmp_path):
-    line = refused("run", "ner", "--param", f"re_train={tmp_path / 'absent.json'}")
-    assert "absent.json" in line and "no such file" in line and "KLUE-RE training file" in line
-    not_re = sample_dir() / "klue-nli-v1.1" / "klue-nli-v1.1_train.json"
-    line = refused("run", "ner", "--param", f"re_train={not_re}")
-    assert "klue-nli-v1.1_train.json" in line
-    line = refused("run", "ynat", "--param", f"re_train={not_re}")
-    assert "re_train" in line
-    line = refused("tune", "ner", "--model", "trivial", "--param", "re_train=null", "--results-dir", tmp_path)
-    assert "trivial takes no re gazetteer, so no re_train" in line
-    line = refused("run", "ner", "--model", "trivial", "--param", f"re_train={not_re}", "--results-dir", tmp_path)
-    assert "trivial takes no re gazetteer, so no re_train" in line
-
-
-def test_a_missing_or_wrong_dp_file_for_the_re_parser_is_one_error_line(tmp_path):
-    line = refused("run", "re", "--param", f"dp_train={tmp_path / 'absent.tsv'}")
-    assert "absent.tsv" in line and "no such file" in line and "KLUE-DP training file" in line
-    not_dp = sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv"
-    line = refused("run", "re", "--param", f"dp_train={not_dp}")
-    assert "klue-ner-v1.1_train.tsv" in line
-    line = refused("run", "re", "--model", "trivial", "--param", f"dp_train={not_dp}", "--results-dir", tmp_path)
-    assert "trivial takes no dp model, so no dp_train" in line
+@pytest.mark.parametrize("task, param, suffix, what, wrong, taken", [
+    ("ner", "re_train", "json", "KLUE-RE training file", ("klue-nli-v1.1", "klue-nli-v1.1_train.json"), "re gazetteer"),
+    ("re", "dp_train", "tsv", "KLUE-DP training file", ("klue-ner-v1.1", "klue-ner-v1.1_train.tsv"), "dp model"),
+])
+def test_a_missing_or_wrong_file_of_another_task_is_one_error_line(tmp_path, task, param, suffix, what, wrong, taken):
+    line = refused("run", task, "--param", f"{param}={tmp_path / ('absent.' + suffix)}")
+    assert f"absent.{suffix}" in line and "no such file" in line and what in line
+    not_theirs = sample_dir().joinpath(*wrong)
+    line = refused("run", task, "--param", f"{param}={not_theirs}")
+    assert wrong[1] in line
+    line = refused("run", "ynat", "--param", f"{param}={not_theirs}")
+    assert param in line
+    line = refused("tune", task, "--model", "trivial", "--param", f"{param}=null", "--results-dir", tmp_path)
+    assert f"trivial takes no {taken}, so no {param}" in line
+    line = refused("run", task, "--model", "trivial", "--param", f"{param}={not_theirs}", "--results-dir", tmp_path)
+    assert f"trivial takes no {taken}, so no {param}" in line
 
 
 def test_a_determinism_run_that_fails_is_one_error_line_and_another_tasks_file_is_made_absolute(tmp_path,
