@@ -546,7 +546,7 @@ class MstParser(TaskModel, BaseEstimator):
         """Why top_features cannot name this parser's arc features (fitted, or to be fitted, with
         name_features=False), or None."""
         fitted_unnamed = hasattr(self, "arc_feature_names_") and self.arc_feature_names_ is None
-        if fitted_unnamed or not hasattr(self, "arc_feature_names_") and not self.name_features:
+        if fitted_unnamed or (not hasattr(self, "arc_feature_names_") and not self.name_features):
             return ("this parser was fitted with name_features=False, so its hashed arc features have no names; "
                     "fit it with name_features=True (the default) to explain it")
         return None
