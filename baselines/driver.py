@@ -12,7 +12,6 @@ from sklearn.frozen import FrozenEstimator
 
 from baselines import datafiles, hf, memory, parallel, progress, tuning
 from baselines.dataio import DataError, file_sha256
-from baselines.estimators import fold_copy
 from baselines.params import check_hyper_parameters
 from baselines.provenance import code_version, machine, versions
 from baselines.registry import did_you_mean, get_task
@@ -353,7 +352,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
             fold_trains.append(train_records + [r for i, r in enumerate(dev_records) if i not in held_out])
         if workers.jobs == 1:
             for number, (fold, fold_train) in enumerate(zip(folds, fold_trains), start=1):
-                fold_model = fit(fold_copy(model), fold_train, f"fold {number}/{cv}: ")
+                fold_model = fit(model.fold_copy(), fold_train, f"fold {number}/{cv}: ")
                 fold_records = [dev_records[i] for i in fold]
                 for i, prediction in zip(fold, watch.measure("predict", lambda: task.predict(fold_model, fold_records),
                                                              f"{task.code}: fold {number}/{cv}: predicting")):
@@ -362,7 +361,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
             subsets = [training_subset(task, fold_train, train_fraction, seed) for fold_train in fold_trains]
             trained_on.extend(map(len, subsets))
             log(f"{task.code}: fitting {name} on {cv} folds, {workers.jobs} at a time ({workers.backend})")
-            calls = [(fit_and_predict, (task.code, fold_copy(model), subset, [dev_records[i] for i in fold]))
+            calls = [(fit_and_predict, (task.code, model.fold_copy(), subset, [dev_records[i] for i in fold]))
                      for subset, fold in zip(subsets, folds)]
             texts = task.texts(train_records + dev_records) if model.uses_morpheme_analysis() else ()
             outcome = watch.measure("cross_fit", lambda: parallel.run(

@@ -91,12 +91,6 @@ class TaskModel:
         return type(self)._headline(records, list(y), list(self.predict(records))) / 100
 
 
-def fold_copy(estimator):
-    """An unfitted copy of `estimator` for a fold's fit (TaskModel.fold_copy; a plain clone for any other
-    estimator)."""
-    return estimator.fold_copy() if isinstance(estimator, TaskModel) else clone(estimator)
-
-
 class NothingLearnt(TaskModel):
     """Mixin for a floor that learns nothing from its training data; fit only counts the records (and so
     marks the model fitted).

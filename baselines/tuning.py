@@ -10,7 +10,6 @@ from sklearn.base import clone
 from sklearn.model_selection import GroupKFold, KFold
 
 from baselines import parallel
-from baselines.estimators import fold_copy
 from baselines.parallel import Workers
 from baselines.registry import get_task
 from baselines.taskspec import TaskSpec
@@ -76,7 +75,7 @@ def cross_validate(task: TaskSpec, estimators: Sequence, records: Sequence, reso
     """For each estimator, every official metric of the task on each held-out fold of the training records
     (`metric` is the one logged). The estimators and folds are fitted `workers.jobs` at a time."""
     splits = fold_splits(task, records, folds, seed)
-    calls = [(fold_metrics, (task.code, fold_copy(estimator), [records[i] for i in train_index],
+    calls = [(fold_metrics, (task.code, estimator.fold_copy(), [records[i] for i in train_index],
                              [records[i] for i in test_index], resources))
              for estimator in estimators for train_index, test_index in splits]
 

@@ -349,12 +349,11 @@ def test_a_fold_copy_names_no_features_and_parses_as_the_named_parser(tmp_path):
 
     from baselines import api
     from baselines.cli import main
-    from baselines.estimators import fold_copy
     rng = np.random.default_rng(7)
     train = [planted_clause(f"p{i}", list(rng.choice(NOUNS, 3, replace=False))) for i in range(30)]
     test = [planted_clause("q", ["선생", "편지", "교실"]), planted_clause("r", ["가수", "노래", "무대"])]
     named = MstParser(epochs=2, dimension=2 ** 16, random_state=3)
-    unnamed = fold_copy(named)
+    unnamed = named.fold_copy()
     assert unnamed.get_params() == {**named.get_params(), "name_features": False}
     for model in (named, unnamed):
         model.fit(train, targets(train))
