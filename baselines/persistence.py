@@ -2,7 +2,8 @@
 
 A model file is a magic line, one line of JSON metadata, then the model. With the `secure` extra installed
 (skops), the model is stored with skops.io, which rebuilds objects from data without running code from the
-file, and loads only types from this toolkit and the libraries its models are made of. Without it, the
+file; before it builds anything, every class and function that the file names is checked against the exact
+list of what the task's models hold (TaskSpec.saved_types), and anything else is refused. Without it, the
 model is a joblib pickle. Either way the header is read and checked as plain text first (format, task,
 versions, and the sha256 of the model bytes that follow), so a file that is not a klue-baselines model, or
 was saved for another task or library version, or was damaged, is refused without reading a byte of it
@@ -16,23 +17,42 @@ import io
 import json
 import zipfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import joblib
+import numpy as np
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.exceptions import NotFittedError
+from sklearn.frozen import FrozenEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from baselines.dataio import atomic_output, file_sha256
 from baselines.registry import get_task
 from baselines.errors import ModelFileError
+from features.gazetteer import EntityGazetteer
 
 FORMAT = "klue-baselines-model/2"
 MAGIC = b"KLUE-BASELINES-MODEL\n"
 _HEADER_LIMIT = 1 << 20  # a header is a few hundred bytes; a longer first line is not one
 _CHECKED_VERSIONS = ("klue_baselines", "kiwipiepy", "scikit_learn")
-# The packages whose types a skops model file may hold: this toolkit's estimators and feature makers, and
-# the libraries they are built from. A type from anywhere else is refused, not loaded.
-TRUSTED_PACKAGES = ("baselines", "features", "sklearn", "sklearn_crfsuite", "pycrfsuite")
+# What skops rebuilds from plain data, by the kind of node that its model file stores it as: containers, JSON
+# values, bytes and numpy arrays of numbers. No other name may stand in these nodes.
+_NUMERIC_SCALARS = frozenset(f"numpy.{kind.__name__}" for kind in set(np.sctypeDict.values())
+                             if issubclass(kind, (np.number, np.bool_)))
+PLAIN_DATA = {"DictNode": frozenset({"builtins.dict"}), "ListNode": frozenset({"builtins.list"}),
+              "TupleNode": frozenset({"builtins.tuple"}), "BytesNode": frozenset({"builtins.bytes"}),
+              "JsonNode": frozenset({"builtins.str"}), "NdArrayNode": _NUMERIC_SCALARS | {"numpy.ndarray"}}
+# Kinds of node that name a class or function which skops imports (TypeNode, FunctionNode), builds without its
+# constructor (ObjectNode, RandomGeneratorNode) or calls with arguments from the file (LossNode, scikit-learn's
+# losses): each name must be one that the task's models hold (TaskSpec.saved_types). Every other kind (bound
+# methods, partials, operator functions, sets, slices, sparse matrices, scikit-learn's trees) is refused: no
+# model of this toolkit holds one.
+NAMED_KINDS = frozenset({"ObjectNode", "TypeNode", "FunctionNode", "LossNode", "RandomGeneratorNode"})
+# The bit generator of numpy's default_rng, which scikit-learn's gradient boosting keeps; skops calls the
+# generator class that the file names.
+BIT_GENERATORS = frozenset({"PCG64"})
+# A model's schema is a few MB of JSON (the arrays are files of their own); a larger one is not a model file.
+_SCHEMA_LIMIT = 256 << 20
 
 
 def skops_io():
@@ -145,7 +165,7 @@ def load_model(path: Path, task: str, versions: dict[str, str], trust_pickle: bo
         raise ModelFileError(f"{path}: damaged model file (the model's bytes do not match the sha256 in its "
                              f"header)")
     if metadata["payload_format"] == "skops":
-        model = _load_skops(path, payload)
+        model = _load_skops(path, payload, task)
     else:
         try:
             model = joblib.load(io.BytesIO(payload))
@@ -173,20 +193,151 @@ def load_model(path: Path, task: str, versions: dict[str, str], trust_pickle: bo
     return model, metadata
 
 
-def _load_skops(path: Path, payload: bytes) -> Any:
-    """A skops payload, loaded only when every type it names comes from TRUSTED_PACKAGES."""
+def full_name(part: Any) -> str:
+    """'module.Name' of a class or function as a skops file names it; a string is such a name already."""
+    return part if isinstance(part, str) else f"{part.__module__}.{part.__name__}"
+
+
+def saved_type_names(task: str) -> frozenset[str]:
+    """The full names that a model file of `task` may hold besides plain data: its own TaskSpec.saved_types,
+    those of the tasks whose fitted models or names it takes (TaskSpec.requires), and the types of plain data."""
+    spec = get_task(task)
+    parts = list(spec.saved_types)
+    for requirement in spec.requires:  # what the driver sets from another task's file (driver.requirement_value)
+        if requirement.provides == "gazetteer":
+            parts.append(EntityGazetteer)
+        else:
+            parts += [FrozenEstimator, *get_task(requirement.task).saved_types]
+    return frozenset(map(full_name, parts)).union(*PLAIN_DATA.values())
+
+
+def _schema_nodes(schema: Any) -> Iterator[dict]:
+    """Every node of a skops schema (a dict with a '__loader__'), wherever it nests: in any value of any
+    dict or list, so that no node that skops would build is left unchecked."""
+    stack = [schema]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "__loader__" in item:
+                yield item
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _bit_generator(node: dict) -> Any:
+    """The name of the bit generator that a RandomGeneratorNode makes skops call (None if it has none)."""
+    try:
+        return json.loads(node["content"]["bit_generator"]["content"]["bit_generator"]["content"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def refused_part(schema: Any, allowed: frozenset[str]) -> str | None:
+    """What in a skops schema is outside `allowed`, in words: the first node whose kind is not one that
+    this toolkit's models are stored as, or whose class or function is not in `allowed`; None when all are."""
+    for node in _schema_nodes(schema):
+        kind, name = node["__loader__"], f"{node.get('__module__')}.{node.get('__class__')}"
+        if kind in PLAIN_DATA:
+            if name not in PLAIN_DATA[kind]:
+                return f"{name} stored as {kind}"
+        elif kind not in NAMED_KINDS:
+            return f"a {kind} ({name})"
+        elif name not in allowed:
+            return f"the type or function {name}"
+        elif kind == "RandomGeneratorNode" and _bit_generator(node) not in BIT_GENERATORS:
+            return f"the bit generator {_bit_generator(node)!r}"
+    return None
+
+
+def _skops_schema(path: Path, payload: bytes) -> Any:
+    """The schema of a skops payload, read as JSON without building anything it names."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+            info = archive.getinfo("schema.json")
+            if info.file_size > _SCHEMA_LIMIT:
+                raise ModelFileError(f"{path}: the model's schema is {info.file_size:,} bytes, more than a model "
+                                     f"file holds")
+            return json.loads(archive.read(info).decode("utf-8"))
+    except ModelFileError:
+        raise
+    except (zipfile.BadZipFile, KeyError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, OSError,
+            EOFError, ValueError) as error:
+        raise ModelFileError(f"{path}: not a readable model ({type(error).__name__}: {error})") from None
+
+
+def _load_skops(path: Path, payload: bytes, task: str) -> Any:
+    """A skops payload, loaded only when every node of it is plain data or a class or function that the
+    task's models hold (saved_type_names): checked on the file's schema before skops imports, builds or
+    calls anything."""
     secure = skops_io()
     if secure is None:
         raise ModelFileError(f"{path}: this model was saved with skops; install the secure extra to load it "
                              f"(pip install 'klue-baselines[secure]')")
+    schema = _skops_schema(path, payload)
+    allowed = saved_type_names(task)
+    refused = refused_part(schema, allowed)
+    if refused:
+        raise ModelFileError(f"{path}: the model holds {refused}, which no {task} model of this toolkit holds; "
+                             f"it is not loaded")
     try:
-        untrusted = secure.get_untrusted_types(data=payload)
-        foreign = [name for name in untrusted if name.split(".", 1)[0] not in TRUSTED_PACKAGES]
-        if foreign:
-            raise ModelFileError(f"{path}: the model names types from outside this toolkit and its libraries, "
-                                 f"which are not loaded: {', '.join(sorted(foreign)[:5])}")
-        return secure.loads(payload, trusted=untrusted)
-    except ModelFileError:
-        raise
+        # Every name in the file was checked above; skops is told to trust exactly those.
+        named = sorted({f"{node['__module__']}.{node['__class__']}" for node in _schema_nodes(schema)})
+        model = secure.loads(payload, trusted=named)
     except Exception as error:  # skops raises many kinds for a damaged payload
         raise ModelFileError(f"{path}: not a readable model ({type(error).__name__}: {error})") from None
+    problem = unsafe_trees(model)
+    if problem:
+        raise ModelFileError(f"{path}: {problem}; it is not used")
+    return model
+
+
+def unsafe_trees(model: Any) -> str | None:
+    """What is wrong, in words, with the trees of any histogram gradient boosting that `model` holds, or None.
+    scikit-learn walks a tree's nodes by the indices they store, unchecked, in compiled code: an index out of
+    range reads outside the tree, and a child that points back loops forever. Every split node's children
+    must come after it and within the tree, and its feature within the model's; none may be categorical
+    (this toolkit's models have no categorical features)."""
+    for estimator in _held_objects(model):
+        predictors = getattr(estimator, "_predictors", None)
+        if not isinstance(estimator, (HistGradientBoostingClassifier, HistGradientBoostingRegressor)) \
+                or predictors is None:
+            continue
+        for tree in (tree for trees in predictors for tree in trees):
+            nodes = tree.nodes
+            if nodes.dtype.names is None or not {"left", "right", "feature_idx", "is_leaf", "is_categorical"} <= \
+                    set(nodes.dtype.names) or nodes.ndim != 1 or len(nodes) == 0:
+                return "a boosted tree's nodes are not a tree's records"
+            index = np.arange(len(nodes))
+            split = nodes["is_leaf"] == 0
+            for child in ("left", "right"):
+                children = nodes[child][split].astype(np.int64)
+                if np.any(children <= index[split]) or np.any(children >= len(nodes)):
+                    return "a boosted tree's split points outside the tree or back to an earlier node"
+            features = nodes["feature_idx"][split]
+            if np.any(features < 0) or np.any(features >= estimator.n_features_in_):
+                return "a boosted tree splits on a feature that the model does not have"
+            if np.any(nodes["is_categorical"] != 0):
+                return "a boosted tree has a categorical split, which no model of this toolkit makes"
+    return None
+
+
+def _held_objects(model: Any) -> Iterator[Any]:
+    """`model` and every object that it holds in its attributes, containers and object arrays, once each."""
+    seen: set[int] = set()
+    stack = [model]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen or isinstance(item, (str, bytes, int, float, type(None))):
+            continue
+        seen.add(id(item))
+        yield item
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, np.ndarray):
+            if item.dtype == object:
+                stack.extend(item.ravel().tolist())
+        elif hasattr(item, "__dict__"):
+            stack.extend(vars(item).values())

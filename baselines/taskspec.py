@@ -9,12 +9,24 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+from sklearn.feature_extraction.text import TfidfTransformer, TfidfVectorizer
 
 from baselines import formats, hf
 from baselines.dataio import DataError, read_jsonl
 from baselines.estimators import TaskModel
 from baselines.report import Comparison
 from baselines.errors import PredictionError
+
+# A fitted TfidfVectorizer holds a TfidfTransformer.
+TFIDF_PARTS = (TfidfVectorizer, TfidfTransformer)
+# The private parts of scikit-learn's histogram gradient boosting that a fitted model holds (STS's regressor and
+# NLI's classifier), by the full names their model files give them; the loss and its link come with each task.
+HIST_GRADIENT_BOOSTING_PARTS = (
+    "sklearn.ensemble._hist_gradient_boosting.binning._BinMapper",
+    "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+    "sklearn._loss.link.Interval",
+    np.random.Generator,
+)
 
 
 @dataclass(frozen=True)
@@ -134,6 +146,11 @@ class TaskSpec:
     # records -> (name, entity type) of every typed entity mention they carry (RE's subjects and objects), for
     # another task's gazetteer (Requirement provides="gazetteer"); None where records carry none.
     mentions: Callable[[Sequence], list[tuple[str, str]]] | None = None
+    # What a fitted model of this task holds besides plain data (containers, strings, numbers, numpy arrays):
+    # classes and functions, or by full name ('module.Name') a library's private part that has no public home.
+    # A model file of the task may name these, those of the tasks it requires, and nothing else
+    # (baselines.persistence refuses it before building anything).
+    saved_types: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         # One place makes every task read Hugging Face exports: load and load_input try them first (the

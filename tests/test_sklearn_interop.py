@@ -201,3 +201,40 @@ def test_label_predictions_read_the_labels_from_one_pass_of_probabilities(fitted
     rows = spec.predict(model, records)
     assert [row["label"] for row in rows] == expected and len(calls) == 1
     assert all(max(row["probs"], key=row["probs"].get) == row["label"] for row in rows)
+
+
+def with_requirements(fitted) -> dict:
+    """Models that hold what another task's training file gives (TaskSpec.requires), as the driver sets it:
+    NER's CRF with the RE sample's gazetteer, MRC's reader with the fitted NER CRF as its tagger, RE's
+    classifier with the fitted DP parser."""
+    from sklearn.frozen import FrozenEstimator
+
+    from features.gazetteer import EntityGazetteer
+    re_spec, re_path = sample("re", "train")
+    given = {("ner", "crf"): {"gazetteer": EntityGazetteer(re_spec.mentions(re_spec.load(re_path)))},
+             ("mrc", "span-ranker"): {"tagger": FrozenEstimator(fitted["ner", "crf"])},
+             ("re", "features-lr"): {"parser": FrozenEstimator(fitted["dp", "mst"])}}
+    models = {}
+    for (code, name), params in given.items():
+        spec, path = sample(code, "train")
+        records = spec.load(path)
+        models[code, name] = build(code, name).set_params(**params).fit(records, spec.targets(records))
+    return models
+
+
+def test_every_model_file_names_only_what_its_task_declares_and_loads_with_the_same_predictions(fitted, tmp_path):
+    """The skops allow-list (TaskSpec.saved_types) is exactly enough: every model, and the models that hold
+    another task's, saves and loads back through it and predicts the sample's dev set as before."""
+    pytest.importorskip("skops.io", reason="the secure extra (skops) is not installed")
+    from baselines import driver
+    from baselines.persistence import load_model, save_model
+    models = [(key, model) for key, model in fitted.items()]
+    models += [((code, name + "+requirement"), model) for (code, name), model in with_requirements(fitted).items()]
+    for (code, name), model in models:
+        spec, train = sample(code, "train")
+        path = tmp_path / f"{code}-{name}.model"
+        save_model(path, model, code, name.split("+")[0], [train], driver.versions())
+        loaded, metadata = load_model(path, code, driver.versions())
+        assert metadata["payload_format"] == "skops"
+        records = spec.load(sample(code, "dev")[1])
+        assert repr(list(loaded.predict(records))) == repr(list(model.predict(records))), (code, name)

@@ -436,6 +436,26 @@ def seed_c_rand(seed: int) -> None:
     srand(ctypes.c_uint(seed % (2**32 - 1) + 1))
 
 
+def crf_model(crf: sklearn_crfsuite.CRF) -> bytes:
+    """The bytes of a fitted CRF's crfsuite model, its weights and labels."""
+    with open(crf.modelfile.name, "rb") as handle:
+        return handle.read()
+
+
+def crf_from_model(model: bytes) -> sklearn_crfsuite.CRF:
+    """A CRF that tags with the crfsuite model `model` (crf_model's bytes), written to a temporary file of its
+    own (sklearn_crfsuite reads its model from a file, and removes the file with the CRF); ValueError when the
+    bytes are not a crfsuite model."""
+    if not isinstance(model, bytes):
+        raise ValueError(f"a CRF's model is bytes, not {type(model).__name__}")
+    crf = sklearn_crfsuite.CRF()
+    crf.modelfile.ensure_name()
+    with open(crf.modelfile.name, "wb") as handle:
+        handle.write(model)
+    crf.tagger_  # opened now, so that bytes that are not a model fail here (pycrfsuite checks the header)
+    return crf
+
+
 class CharacterCRF(TaskModel, BaseEstimator):
     """Linear-chain CRF (sklearn-crfsuite: L-BFGS with elastic net, or passive-aggressive) over characters,
     with character, class, window and n-gram features, the Kiwi morpheme covering each character, that
@@ -587,6 +607,22 @@ class CharacterCRF(TaskModel, BaseEstimator):
             self.crf_.fit(features, labels)
         return self
 
+    def __getstate__(self) -> dict:
+        # The CRF travels as its weights, the bytes of crfsuite's model: sklearn_crfsuite's own state holds a
+        # FileResource, which deletes the file it names when it is freed, and a model file must not be able
+        # to name one (baselines.persistence). Processes (joblib) and model files get the same bytes.
+        state = dict(super().__getstate__())  # object's own __getstate__ returns the live __dict__, not a copy
+        if "crf_" in state:
+            state["crf_model_"] = crf_model(state.pop("crf_"))
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        model = state.pop("crf_model_", None)
+        super().__setstate__(state)
+        if model is not None:
+            self.crf_ = crf_from_model(model)
+
     def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
         """Per IOB2 label (what predict returns), the character features that speak most for it, in words;
         with the IOBES scheme the CRF learns, a feature of a one-character entity (S-) shows under B- and
@@ -702,4 +738,5 @@ TASK = TaskSpec(
     # The CRF's gazetteer: --param re_train=FILE.
     requires=(Requirement("re", "re_train", "gazetteer", "a KLUE-RE training file (official JSON), whose typed "
                           "subject and object entities become the NER CRF's gazetteer", provides="gazetteer"),),
+    saved_types=(CharacterCRF, AllOutsideTagger),
 )

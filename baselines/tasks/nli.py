@@ -22,7 +22,7 @@ from baselines.estimators import TaskModel, TrainingDataError, plain_pair, recor
 from baselines.explain import LinearExplanation
 from baselines.params import (FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, NON_NEGATIVE,
                               POSITIVE, SEED)
-from baselines.taskspec import (ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
+from baselines.taskspec import (HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
                                 compare_labels, jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.morphemes import Analysis
@@ -410,4 +410,8 @@ TASK = TaskSpec(
     group=lambda record: record.premise,  # a premise's hypotheses share its words: one fold holds them all
     prediction_example='{"guid": "klue-nli-v1_dev_00000", "label": "contradiction"}',
     compare=compare,
+    saved_types=(InferenceClassifier, MostFrequentInference, OrderedLogisticRegression, DictVectorizer, *TFIDF_PARTS,
+                 CharacterNgrams, MorphemeNgrams, HistGradientBoostingClassifier, *HIST_GRADIENT_BOOSTING_PARTS,
+                 "sklearn._loss.link.MultinomialLogit", "sklearn._loss.loss.HalfMultinomialLoss",
+                 "sklearn._loss._loss.CyHalfMultinomialLoss", "sklearn.preprocessing._label.LabelEncoder"),
 )

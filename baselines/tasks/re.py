@@ -555,4 +555,5 @@ TASK = TaskSpec(
     requires=(Requirement("dp", "dp_train", "parser", "a KLUE-DP training file in the official TSV format, whose "
                           "trees train the parser of the RE dependency-path features",
                           settings=(("pos", "kiwi"), ("order", 1), ("perceptrons", 1))),),
+    saved_types=(RelationClassifier, RelationPrior, OrderedLogisticRegression, DictVectorizer),
 )

@@ -23,7 +23,7 @@ from baselines.dataio import DataError, InputWarning, guid_of, looks_like_jsonl,
 from baselines.estimators import TaskModel, plain_pair, records_from
 from baselines.params import FOLDS_OR_OFF, ITERATIONS, POSITIVE, SEED, Interval
 from baselines.report import Comparison
-from baselines.taskspec import ModelEntry, TaskSpec, align_predictions, check_numbers, jsonl_records
+from baselines.taskspec import HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_numbers, jsonl_records
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.pairs import EMBEDDING_FEATURES, embedding_alignment, overlap_features
@@ -358,4 +358,7 @@ TASK = TaskSpec(
     predict=predict, score=score, tally=tally, headline=("pearsonr", "f1"),
     prediction_example='{"guid": "klue-sts-v1_dev_00000", "score": 4.2}',
     compare=compare,
+    saved_types=(SimilarityRegressor, TrainingMean, TruncatedSVD, *TFIDF_PARTS, CharacterNgrams, MorphemeNgrams,
+                 HistGradientBoostingRegressor, *HIST_GRADIENT_BOOSTING_PARTS, "sklearn._loss.link.IdentityLink",
+                 "sklearn._loss.loss.HalfSquaredError", "sklearn._loss._loss.CyHalfSquaredError"),
 )

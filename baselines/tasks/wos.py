@@ -23,7 +23,7 @@ from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_ro
 from baselines.explain import linear_top_features
 from baselines.params import FOLDS, JOBS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.report import Comparison, precision_recall_rows
-from baselines.taskspec import ModelEntry, PredictionError, TaskSpec, align_predictions, copy_marker
+from baselines.taskspec import TFIDF_PARTS, ModelEntry, PredictionError, TaskSpec, align_predictions, copy_marker
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.vectorize import morpheme_tokens, ngrams
@@ -792,4 +792,6 @@ TASK = TaskSpec(
     prediction_example='{"guid": "wos-v1_dev_00000", "states": [["관광-이름-명동 쇼핑 거리"], [...], ...]}',
     compare=compare,
     distinct_copy=distinct_copy,
+    saved_types=(DialogueStateTracker, EmptyStateTracker, ValueFinder, _identity, OrderedLogisticRegression,
+                 *TFIDF_PARTS),
 )

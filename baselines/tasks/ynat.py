@@ -17,7 +17,7 @@ from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, requ
 from baselines.estimators import TaskModel, plain_text, records_from
 from baselines.explain import LinearExplanation
 from baselines.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, POSITIVE, SEED, StrOptions
-from baselines.taskspec import (ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
+from baselines.taskspec import (TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
                                 compare_labels, jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.normalize import nfc_fields
@@ -261,4 +261,6 @@ TASK = TaskSpec(
     predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("macro_f1",),
     prediction_example='{"guid": "ynat-v1_dev_00000", "label": "사회"}',
     compare=compare,
+    saved_types=(TopicClassifier, MostFrequentTopic, OrderedLogisticRegression, FeatureUnion, *TFIDF_PARTS,
+                 CharacterNgrams, MorphemeNgrams, MorphemeNeighbours),
 )

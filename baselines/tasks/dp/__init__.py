@@ -4,9 +4,11 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+from sklearn.feature_extraction import DictVectorizer
 
 from baselines import scoring, tallies
 from baselines.report import Comparison
+from baselines.linear import OrderedLogisticRegression
 from baselines.taskspec import ModelEntry, PredictionError, PredictionFiles, TaskSpec, align_predictions
 from baselines.tasks.dp.data import (LABELS, DpSentence, DpWord, as_records, distinct_copy, from_hf, load, load_input,
                                      load_tsv_or_conllu, plain_inputs, predictions_from_file, targets, tree_problem,
@@ -95,4 +97,5 @@ TASK = TaskSpec(
                        '"deprels": ["NP", "NP_SBJ", "NP_MOD", "NP_AJT", "NP_OBJ", "VP"]}',
     compare=compare,
     distinct_copy=distinct_copy,
+    saved_types=(MstParser, AttachToNextParser, ArcFeaturizer, OrderedLogisticRegression, DictVectorizer),
 )

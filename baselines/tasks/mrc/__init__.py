@@ -3,15 +3,26 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
 from baselines import scoring, tallies
+from baselines.linear import OrderedLogisticRegression
 from baselines.report import Comparison
-from baselines.taskspec import (ModelEntry, PredictionError, PredictionFiles, Requirement, TaskSpec, align_predictions,
+from baselines.taskspec import (TFIDF_PARTS, ModelEntry, PredictionError, PredictionFiles, Requirement, TaskSpec,
+                                align_predictions,
                                 check_numbers)
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView,
                                             candidate_spans, question_type, question_view, related_words)
 from baselines.tasks.mrc.data import (MrcAnswer, MrcQuestion, as_records, distinct_copy, from_hf, load, load_input,
                                       plain_inputs, predictions_from_json, targets)
+from baselines.tasks.mrc.answer_types import AnswerTypeModel
+from baselines.tasks.mrc.decision import AnswerDecision
+from baselines.tasks.mrc.passages import Retrieval
+from baselines.tasks.mrc.ranking import ListwiseRanker
 from baselines.tasks.mrc.reader import EmptyAnswerReader, Reading, SpanRanker
+from features.vectorize import Analyse, MorphemeNgrams
 
 __all__ = ["TASK", "FEATURE_INDEX", "FEATURE_NAMES", "QUESTION_TYPES", "QuestionView", "candidate_spans",
            "question_type", "question_view", "related_words", "MrcAnswer", "MrcQuestion", "load", "load_input",
@@ -152,4 +163,6 @@ TASK = TaskSpec(
     # The reader's answer typing: --param ner_train=FILE fits the NER task's default model for it.
     requires=(Requirement("ner", "ner_train", "tagger", "a KLUE-NER training file in the official TSV format, for "
                           "the reader's tagger"),),
+    saved_types=(SpanRanker, EmptyAnswerReader, AnswerTypeModel, AnswerDecision, Retrieval, ListwiseRanker, Pipeline,
+                 StandardScaler, OrderedLogisticRegression, DictVectorizer, *TFIDF_PARTS, Analyse, MorphemeNgrams),
 )
