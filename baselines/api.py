@@ -28,8 +28,8 @@ from baselines import determinism as determinism_bench
 from baselines import peers as peers_bench
 from baselines import scale as scale_bench
 from baselines import report as teaching
-from baselines.dataio import (DataError, check_output_file, check_output_folder, looks_like_jsonl, read_json,
-                              read_jsonl, read_text, write_jsonl_atomic)
+from baselines.dataio import (DataError, absolute_path, check_output_file, check_output_folder, looks_like_jsonl,
+                              read_json, read_jsonl, read_text, write_jsonl_atomic)
 from baselines.parallel import Workers, local_jobs
 from baselines.persistence import save_model
 from baselines.registry import TASK_CODES, all_tasks, get_task, task_code
@@ -836,11 +836,11 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
             arguments += [option, value]
     for option, path in (("--data-dir", data_dir), ("--train", train), ("--dev", dev)):
         if path is not None:  # absolute: the runs start in a scratch folder
-            arguments += [option, str(Path(path).expanduser().resolve())]
+            arguments += [option, str(absolute_path(path))]
     files = {requirement.file_param for code in codes for requirement in get_task(code).requires}
     for name, value in params.items():
         if name in files and isinstance(value, (str, os.PathLike)):  # another task's file (re_train): absolute too
-            value = str(Path(value).expanduser().resolve())
+            value = str(absolute_path(value))
         arguments += ["--param", f"{name}={json.dumps(value)}"]
     compared = determinism_bench.determinism(arguments, at_once=at_once, log=log)
     report = {"command": command, "task_codes": codes, "sample": is_sample, **compared,

@@ -13,7 +13,8 @@ from typing import Callable
 import click
 
 from baselines import bench as bench_module
-from baselines import api, budget, datafiles, driver, parallel, reproduce, results, significance, tuning
+from baselines import (api, budget, datafiles, driver, long_inputs, parallel, reproduce, results, significance,
+                       tuning)
 from baselines.dataio import check_output_file, check_output_folder, write_json_atomic
 from baselines.errors import EXPLAINED_ERRORS
 from baselines.registry import TASK_CODES, UnknownTask, all_tasks, get_task, task_code
@@ -540,6 +541,24 @@ def bench_peers_command(ctx, task: str, data_dir, train_file, dev_file, seed: in
                      f"{side['total_seconds']:.1f}", results.memory_cell(side["peak_rss_mb"])])
     _print_table(["system", " / ".join(report["ours"]["metrics"]), "seconds", "peak RSS MiB"], rows)
     click.echo(f"our time is {report['ratios']['seconds']:.2f}x the peer's; written to {path}")
+
+
+@bench.command("long-inputs")
+@click.argument("task_codes", nargs=-1, type=TaskName(), is_eager=True)
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+              show_default=True)
+@click.pass_context
+@friendly_errors
+def bench_long_inputs_command(ctx, task_codes, results_dir: Path) -> None:
+    """Seconds and peak memory of one input of growing size (characters; eojeols for DP), predicted by each task's
+    default model fitted on the sample (all tasks by default)."""
+    report, path = long_inputs.long_inputs_report(task_codes or TASK_CODES, results_dir, command_line(),
+                                                  console(ctx).log)
+    _print_table(["task", "size", "seconds", "peak MiB"],
+                 [[code, f"{point['size']:,} {task['unit']}", f"{point['seconds']:.1f}",
+                   results.memory_cell(point["peak_rss_mb"])]
+                  for code, task in report["tasks"].items() for point in task["points"]])
+    click.echo(f"written to {path}")
 
 
 @bench.command("budget")

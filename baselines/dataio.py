@@ -5,6 +5,7 @@ import contextlib
 import glob
 import hashlib
 import json
+import errno
 import os
 import re
 import stat
@@ -250,12 +251,24 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
+def is_symlink_loop(path: Path) -> bool:
+    """True when `path` is a symbolic link that leads back to itself, with no file or folder at its end."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno == errno.ELOOP
+    return False
+
+
 def check_output_folder(folder: Path) -> None:
     """Fail early, before any training, when files cannot be written in `folder` (or the folders to be
-    created there): it lies below a regular file, or the nearest existing folder refuses a new file."""
+    created there): it lies below a regular file or a loop of symbolic links, or the nearest existing folder
+    refuses a new file."""
     folder = Path(folder)
     existing = folder
     while not existing.exists():
+        if is_symlink_loop(existing):
+            raise DataError(folder, None, f"cannot be written: {existing} is a loop of symbolic links")
         if existing.parent == existing:
             break
         existing = existing.parent
@@ -268,6 +281,12 @@ def check_output_folder(folder: Path) -> None:
         raise DataError(folder, None, f"cannot write there ({error.strerror})") from None
 
 
+def absolute_path(path: os.PathLike | str) -> Path:
+    """`path` made absolute (a user's ~ expanded) without following its symlinks: a path that names a loop of
+    symlinks stays a path, and is refused, as missing, where it is opened, instead of failing here."""
+    return Path(os.path.abspath(Path(path).expanduser()))
+
+
 def check_output_file(path: Path, inputs: Sequence[Path | None] = ()) -> None:
     """Fail early when `path` cannot be written: a folder, in a folder that check_output_folder refuses, or one
     of the command's `inputs` (the same file, symlinks resolved), which writing would destroy. A FIFO or a
@@ -275,6 +294,8 @@ def check_output_file(path: Path, inputs: Sequence[Path | None] = ()) -> None:
     path = Path(path)
     if path.is_dir():
         raise DataError(path, None, "is a folder, not a file to write")
+    if is_symlink_loop(path):
+        raise DataError(path, None, "is a loop of symbolic links, not a file to write")
     for source in inputs:
         if source is not None and os.path.realpath(source) == os.path.realpath(path):
             raise DataError(path, None, f"is also an input of this command ({source}); writing it would destroy "

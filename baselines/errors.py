@@ -4,20 +4,21 @@ A caller catches ``BaselinesError`` for any failure the toolkit explains (the CL
 line), or one subclass for one kind. Each subclass that replaces a built-in exception (ValueError) keeps it
 as a second base, so code that caught the built-in still does.
 
-The features layer sits below this module and cannot import it: its own two (``EmbeddingFileError``,
-``CacheWarning``) are defined there and listed here, so that this module is still the whole catalogue.
+The features layer sits below this module and cannot import it: its own three (``EmbeddingFileError``,
+``TextTooLong``, ``CacheWarning``) are defined there and listed here, so that this module is still the whole catalogue.
 """
 from __future__ import annotations
 
 import os
 
 from features.cache import CacheWarning
+from features.analysis import TextTooLong
 from features.embeddings import EmbeddingFileError
 
 __all__ = ["BaselinesError", "BaselinesWarning", "BackendError", "CacheWarning", "DataError", "DownloadError",
            "EmbeddingFileError", "InputWarning", "ModelFileError", "PlotsUnavailable", "PredictionError",
-           "RefusedCommandWarning", "SampleDataWarning", "SampleOverResults", "TrainingDataError", "UnknownTask",
-           "UsageError", "EXPLAINED_ERRORS"]
+           "RefusedCommandWarning", "SampleDataWarning", "SampleOverResults", "TextTooLong", "TrainingDataError",
+           "UnknownTask", "UsageError", "EXPLAINED_ERRORS"]
 
 
 class BaselinesError(Exception):
@@ -90,4 +91,4 @@ class RefusedCommandWarning(BaselinesWarning):
 
 
 # What the CLI reports as one line: the toolkit's own failures, and the features layer's one.
-EXPLAINED_ERRORS = (BaselinesError, EmbeddingFileError)
+EXPLAINED_ERRORS = (BaselinesError, EmbeddingFileError, TextTooLong)

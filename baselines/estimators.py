@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from sklearn.base import clone
+from sklearn.dummy import DummyClassifier
 from sklearn.utils.validation import check_is_fitted
 
 from baselines.dataio import DataError
@@ -139,3 +140,30 @@ def plain_row(item: Any, where: str) -> dict:
     if not isinstance(item, dict):
         raise DataError(PLAIN_INPUT, where, f"expected a dict shaped like a JSONL input row, not {type(item).__name__}")
     return item
+
+
+class FloorClassifier(TaskModel, DummyClassifier):
+    """A task's trivial floor on scikit-learn's DummyClassifier: with strategy='constant', a constant that is not
+    one of the training labels is a TrainingDataError naming it and the labels (scikit-learn's own ValueError
+    is raised only inside fit, with its own wording)."""
+
+    def fit(self, X: Sequence, y: Sequence, sample_weight: Any = None) -> "FloorClassifier":
+        """Learn the labels' distribution (DummyClassifier.fit), after checking `constant`.
+
+        Parameters
+        ----------
+        X : sequence of the task's records or plain inputs (not read)
+        y : sequence of str
+            The training labels.
+        sample_weight : array-like or None
+
+        Returns
+        -------
+        self : FloorClassifier
+        """
+        if self.strategy == "constant":
+            labels = sorted({str(label) for label in y})
+            if self.constant is None or str(self.constant) not in labels:
+                raise TrainingDataError(f"constant={self.constant!r} is not one of the training labels "
+                                        f"({', '.join(labels)}): the constant floor predicts one of them")
+        return super().fit(X, y, sample_weight)

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from baselines.dataio import DataError, looks_like_jsonl, read_jsonl
+from baselines.errors import InputWarning
 from baselines.scoring import NER_TAGS
 
 HF_EXTRA_HINT = 'reading parquet and save_to_disk files needs the hf extra: pip install "klue-baselines[hf]"'
@@ -173,14 +175,16 @@ def _arrow_folder_rows(folder: Path) -> tuple[list[dict], Any]:
     except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError):
         raise DataError(state_path, None, "expected a save_to_disk state with '_data_files'") from None
     pyarrow = _pyarrow(folder)
-    rows = []
+    rows, carried = [], []
     for name in names:
         path = folder / Path(name).name  # a bare file name: nothing outside the folder is read
         try:
             with pyarrow.memory_map(str(path)) as source:
-                rows.extend(pyarrow.ipc.open_stream(source).read_all().to_pylist())
+                table = pyarrow.ipc.open_stream(source).read_all()
         except (OSError, pyarrow.ArrowInvalid) as error:
             raise DataError(path, None, f"not a readable Arrow stream ({error})") from None
+        rows.extend(table.to_pylist())
+        carried.append((path, _schema_features(table.schema.metadata)))
     info_path = folder / "dataset_info.json"
     if not info_path.is_file():
         return rows, None
@@ -188,7 +192,33 @@ def _arrow_folder_rows(folder: Path) -> tuple[list[dict], Any]:
         info = json.loads(info_path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise DataError(info_path, None, "expected the JSON that save_to_disk writes") from None
-    return rows, info.get("features") if isinstance(info, dict) else None
+    features = info.get("features") if isinstance(info, dict) else None
+    for path, own in carried:
+        _warn_of_other_class_names(info_path, features, path, own)
+    return rows, features
+
+
+def _schema_features(metadata: dict | None) -> Any:
+    """The `datasets` features that an Arrow schema's metadata holds (key 'huggingface'), or None."""
+    try:
+        info = json.loads((metadata or {}).get(b"huggingface", b"null").decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    info = info.get("info") if isinstance(info, dict) else None
+    return info.get("features") if isinstance(info, dict) else None
+
+
+def _warn_of_other_class_names(info_path: Path, features: Any, arrow_path: Path, own: Any) -> None:
+    """An InputWarning where dataset_info.json and an Arrow file's own schema give a ClassLabel column other
+    names: the labels are read by dataset_info.json, as datasets.load_from_disk reads them."""
+    if not isinstance(features, dict) or not isinstance(own, dict):
+        return
+    for column, feature in features.items():
+        names, carried = class_label_names(feature), class_label_names(own.get(column))
+        if names is not None and carried is not None and names != carried:
+            warnings.warn(f"{info_path} gives '{column}' the classes {', '.join(names)}, but {arrow_path.name} "
+                          f"carries {', '.join(carried)}: read by dataset_info.json, as datasets.load_from_disk "
+                          f"reads it", InputWarning, stacklevel=2)
 
 
 def _parquet_rows(path: Path) -> tuple[list[dict], Any]:

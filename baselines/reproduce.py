@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 import click
 
-from baselines.dataio import DataError
+from baselines.dataio import DataError, absolute_path
 from baselines.results import describe_machine, load_task_results, task_file
 from baselines.errors import RefusedCommandWarning
 
@@ -55,10 +55,15 @@ class Comparison:
         return self.committed == self.rerun
 
 
+# The most distinct commands one reproduce reruns. This project's results/ records 18 for its eight tasks, each
+# a run of up to a few minutes; a results folder with hundreds would run for hours, and is refused at once.
+MAX_RECORDED_COMMANDS = 200
+
+
 def recorded_commands(results_dir: Path, task_codes: Sequence[str]) -> dict[str, list[RecordedRow]]:
     """Each recorded command, with the committed rows it produced (one command may have run several tasks).
     A command that is not a string, or a headline that is not an object of numbers, is a DataError naming
-    the file and the run."""
+    the file and the run; so are more than MAX_RECORDED_COMMANDS commands, naming the folder."""
     commands: dict[str, list[RecordedRow]] = {}
     for code in task_codes:
         for run, record in sorted(load_task_results(results_dir, code)["runs"].items()):
@@ -81,6 +86,10 @@ def recorded_commands(results_dir: Path, task_codes: Sequence[str]) -> dict[str,
             commands.setdefault(command, []).append(
                 RecordedRow(code, run, dict(headline), machine if isinstance(machine, dict) else None,
                             commit if isinstance(commit, str) else None))
+    if len(commands) > MAX_RECORDED_COMMANDS:
+        raise DataError(results_dir, None, f"records {len(commands):,} distinct commands for "
+                                           f"{', '.join(task_codes)}; reproduce reruns at most "
+                                           f"{MAX_RECORDED_COMMANDS} at once: name fewer tasks")
     return commands
 
 
@@ -127,7 +136,7 @@ def rerun_arguments(command: str, run_command: click.Command, project: Path, res
             arguments += [option, options[key]]
     for option, key in (("--data-dir", "data_dir"), ("--train", "train_file"), ("--dev", "dev_file")):
         if options[key] is not None:
-            arguments += [option, str((project / options[key]).resolve())]
+            arguments += [option, str(absolute_path(project / options[key]))]
     for option, key in (("--cv", "cv"), ("--seed", "seed"), ("--jobs", "jobs"), ("--backend", "backend")):
         arguments += [option, str(options[key])]
     for name, value in options["params"].items():

@@ -1,7 +1,9 @@
 """What every task module declares: its files, loader, models, prediction format and scorer."""
 from __future__ import annotations
 
+import functools
 import inspect
+import warnings
 import math
 import re
 from dataclasses import dataclass, field
@@ -15,7 +17,9 @@ from baselines import formats, hf
 from baselines.dataio import DataError, read_jsonl
 from baselines.estimators import TaskModel
 from baselines.report import Comparison
-from baselines.errors import PredictionError
+from baselines.errors import InputWarning, PredictionError
+from features.analysis import too_long
+from features.normalize import nfc
 
 # A fitted TfidfVectorizer holds a TfidfTransformer.
 TFIDF_PARTS = (TfidfVectorizer, TfidfTransformer)
@@ -164,6 +168,44 @@ class TaskSpec:
         object.__setattr__(self, "load", formats.naming_other_task(self.code, self.load))
         if self.load_input is not None:
             object.__setattr__(self, "load_input", formats.naming_other_task(self.code, self.load_input))
+        # An input with nothing to read gets a prediction all the same (the model's answer for no words), and a
+        # warning that names it.
+        object.__setattr__(self, "predict", self._warning_of_empty_texts(self.predict))
+        # A text too long to analyse is named with its file and record when the file is read, not later.
+        object.__setattr__(self, "load", self._with_bounded_texts(self.load))
+        if self.load_input is not None:
+            object.__setattr__(self, "load_input", self._with_bounded_texts(self.load_input))
+
+    def _warning_of_empty_texts(self, predict: Callable[[Any, Sequence], list[dict]]
+                                ) -> Callable[[Any, Sequence], list[dict]]:
+        """`predict`, with an InputWarning that names the records with an empty or whitespace-only text (after
+        invisible characters are removed): their predictions say nothing about them."""
+        @functools.wraps(predict)
+        def predicting(model: Any, records: Sequence) -> list[dict]:
+            empty = [getattr(record, "guid", None) or f"input {position}" for position, record in enumerate(records, 1)
+                     if any(not nfc(text).strip() for text in self.texts([record]))]
+            if empty:
+                named = ", ".join(map(str, empty[:5])) + (", ..." if len(empty) > 5 else "")
+                several = len(empty) > 1
+                verb, answers = ("s have", "their predictions are") if several else (" has", "its prediction is")
+                warnings.warn(f"{len(empty)} {self.code} input{verb} an empty or whitespace-only text ({named}): "
+                              f"{answers} the model's answer for no words", InputWarning, stacklevel=2)
+            return predict(model, records)
+        return predicting
+
+    def _with_bounded_texts(self, reader: Callable[[Path], list]) -> Callable[[Path], list]:
+        """`reader`, whose records are checked: a DataError naming the file and the record whose text is longer
+        than features.analysis.MAX_TEXT_CHARACTERS."""
+        @functools.wraps(reader)
+        def read(path: Path) -> list:
+            records = reader(path)
+            for position, record in enumerate(records, start=1):
+                for text in self.texts([record]):
+                    problem = too_long(text)
+                    if problem:
+                        raise DataError(path, getattr(record, "guid", None) or f"record {position}", problem)
+            return records
+        return read
 
     def official_files(self) -> tuple[str, ...]:
         names = (self.train_file,) if self.train_file else ()
@@ -283,9 +325,17 @@ def label_predictions(model: Any, records: Sequence, digits: int = 6) -> list[di
     return rows
 
 
-def compare_labels(aligned: Sequence[dict], gold: Sequence[str], unit: str) -> Comparison:
+def compare_labels(aligned: Sequence[dict], gold: Sequence[str], unit: str,
+                   labels: Sequence[str] | None = None) -> Comparison:
     """A Comparison of a classifier's labels: one unit per record; an error's weight is the probability
-    the model gave its wrong label (1 without probabilities), so confident errors come first."""
+    the model gave its wrong label (1 without probabilities), so confident errors come first. With `labels`
+    (the task's classes), a prediction's 'probs' must give a finite number from 0 to 1 to each of them and to
+    nothing else: a PredictionError naming the guid otherwise, as probabilities of other classes would rank the
+    errors by numbers that mean nothing."""
+    if labels is not None:
+        for row in aligned:
+            if isinstance(row.get("probs"), dict):
+                _check_distribution(row, labels)
     predicted = [str(row["label"]) for row in aligned]
     wrong = []
     for row, label, expected in zip(aligned, predicted, gold):
@@ -296,6 +346,19 @@ def compare_labels(aligned: Sequence[dict], gold: Sequence[str], unit: str) -> C
                  "nothing: the predictions carry no probabilities, so the errors are in file order")
     return Comparison(unit, [str(g) for g in gold], predicted, wrong, list(zip(map(str, gold), predicted)),
                       ranked_by=ranked_by)
+
+
+def _check_distribution(row: dict, labels: Sequence[str]) -> None:
+    probs, guid = row["probs"], row.get("guid")
+    unknown, missing = sorted(set(probs) - set(labels)), [label for label in labels if label not in probs]
+    if unknown or missing:
+        raise PredictionError(f"prediction {guid}: 'probs' must give a probability to each of {', '.join(labels)} "
+                              f"and to nothing else; " + "; ".join(
+                                  part for part in (f"unknown: {', '.join(unknown)}" if unknown else "",
+                                                    f"missing: {', '.join(missing)}" if missing else "") if part))
+    for label, value in probs.items():
+        if not is_finite_number(value) or not 0 <= value <= 1:
+            raise PredictionError(f"prediction {guid}: 'probs' must hold numbers from 0 to 1, not {label}={value!r}")
 
 
 def jsonl_records(path: Path, build: Callable[[dict, str, str], Any]) -> list:

@@ -7,10 +7,13 @@ import operator
 import os
 import threading
 import time
+import warnings
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ContextManager, Iterable, Iterator
+
+import joblib
 
 from features import embeddings
 from features.cache import AnalysisCache, default_cache_dir
@@ -104,13 +107,45 @@ class AnalysisStats:
     memory_hits: int = 0
 
 
+# The most characters one text may have. Kiwi's time grows faster than a text's length (one text of a million
+# characters ran for minutes where ten of 100,000 took seconds), and no KLUE text comes near: the longest, an
+# MRC passage, has a few thousand. A longer text is refused, not analysed for minutes.
+MAX_TEXT_CHARACTERS = 100_000
+
+
+class TextTooLong(ValueError):
+    """A text longer than MAX_TEXT_CHARACTERS, which is not analysed."""
+
+
+def too_long(text: str) -> str | None:
+    """Why `text` is refused, in words, or None when it is short enough."""
+    if len(text) <= MAX_TEXT_CHARACTERS:
+        return None
+    return (f"a text of {len(text):,} characters (it starts {text[:20]!r}), more than the {MAX_TEXT_CHARACTERS:,} "
+            f"one text may have; split it")
+
+
+def usable_threads(requested: int | None) -> int:
+    """Kiwi threads: `requested`, at most the cores this process may use (joblib's count: CPU affinity and
+    container limits), with a warning when it asks for more; all of them when None. Kiwi starts every thread
+    it is asked for, and a pool of 100,000 stalled instead of failing. None or 0: all the cores."""
+    cores = joblib.cpu_count()
+    if not requested:
+        return cores
+    if requested > cores:
+        warnings.warn(f"{requested} Kiwi threads asked for, more than the {cores} cores this process may use: "
+                      f"using {cores}", stacklevel=3)
+        return cores
+    return max(1, requested)
+
+
 class MorphemeAnalyzer:
     """One lazily created Kiwi per process, its thread pool used through batch calls, a memory memo
     and a disk cache in front of it. Never pickled inside a model: models hold options, not this."""
 
     def __init__(self, num_workers: int | None = None, cache_dir: str | os.PathLike | None = None,
                  use_cache: bool = True, memo_limit: int = 2_000_000, progress: ProgressFactory | None = None):
-        self.num_workers = num_workers or os.cpu_count() or 1
+        self.num_workers = usable_threads(num_workers)
         self.progress = progress
         self.cache_dir = cache_dir
         self.use_cache = use_cache
@@ -165,6 +200,10 @@ class MorphemeAnalyzer:
         """The analysis of each text, in order. Repeated texts are analysed once."""
         texts = list(texts)
         wanted = [text for text in dict.fromkeys(texts) if text not in self._memo]
+        for text in wanted:
+            problem = too_long(text)
+            if problem:
+                raise TextTooLong(problem)
         self.stats.memory_hits += len(texts) - len(wanted)
         if wanted:
             gc_was_enabled = gc.isenabled()

@@ -1,19 +1,34 @@
-"""Text in Unicode NFC, the form Kiwi and the models know, with the way back to the user's own string.
+"""Text in Unicode NFC without invisible characters, as the models read it, with the way back to the user's string.
 
 Decomposed Hangul (NFD: a syllable as two or three conjoining jamo, as macOS file names and some editors
 write it) is other characters to Kiwi and to character features: an NFD headline changed topic and an NFD
 sentence lost every entity. Every model reads NFC. Where a model answers with character offsets (NER tags,
 MRC spans) or reads them (RE entities), they are carried between the two strings by `NfcText`.
+
+Zero-width characters (U+200B space, U+200C non-joiner, U+200D joiner, U+2060 word joiner, U+FEFF anywhere)
+show nothing, but Kiwi and the character features read them: one inside a title moved its topic's probability
+by up to 0.039. The models read the text without them, so a text answers as its clean form does.
 """
 from __future__ import annotations
 
+import re
 import unicodedata
 from dataclasses import dataclass, replace
 from typing import Sequence
 
 
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+_INVISIBLE = re.compile(f"[{INVISIBLE}]")
+
+
+def is_clean(text: str) -> bool:
+    """True when `text` is in NFC and has no invisible characters: what the models read, as it is."""
+    return unicodedata.is_normalized("NFC", text) and not _INVISIBLE.search(text)
+
+
 def nfc(text: str) -> str:
-    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
+    """`text` as the models read it: without invisible characters, in NFC."""
+    return text if is_clean(text) else unicodedata.normalize("NFC", _INVISIBLE.sub("", text))
 
 
 @dataclass(frozen=True)
@@ -66,14 +81,18 @@ class NfcText:
 
 
 def nfc_text(original: str) -> NfcText:
-    """`original` with its NFC form and the segment map between them (identity when already NFC)."""
-    if unicodedata.is_normalized("NFC", original):
+    """`original` as the models read it (nfc) and the segment map between the two (identity when it is clean). An
+    invisible character joins the segment before it, and gives no character of its own."""
+    if is_clean(original):
         return NfcText(original, original)
     segments: list[tuple[int, int]] = []
     for position, char in enumerate(original):
+        if segments and char in INVISIBLE:
+            segments[-1] = (segments[-1][0], position + 1)
+            continue
         if segments:
             start, _end = segments[-1]
-            pending = original[start:position]
+            pending = _INVISIBLE.sub("", original[start:position])
             # A mark (combining class > 0) stays with its base; a starter joins the segment when it composes
             # with it (a medial or final jamo after its initial), which leaves the NFC length unchanged.
             if unicodedata.combining(char) or len(unicodedata.normalize("NFC", pending + char)) <= len(
@@ -81,7 +100,7 @@ def nfc_text(original: str) -> NfcText:
                 segments[-1] = (start, position + 1)
                 continue
         segments.append((position, position + 1))
-    pieces = [unicodedata.normalize("NFC", original[start:end]) for start, end in segments]
+    pieces = [unicodedata.normalize("NFC", _INVISIBLE.sub("", original[start:end])) for start, end in segments]
     spans, first = [], []
     for (start, end), piece in zip(segments, pieces):
         first.extend([len(spans)] * (end - start))
@@ -92,5 +111,5 @@ def nfc_text(original: str) -> NfcText:
 def nfc_fields(record, *names: str):
     """`record` (a dataclass) with its text fields `names` in NFC; the record itself when they already are."""
     changed = {name: nfc(getattr(record, name)) for name in names
-               if isinstance(getattr(record, name), str) and not unicodedata.is_normalized("NFC", getattr(record, name))}
+               if isinstance(getattr(record, name), str) and not is_clean(getattr(record, name))}
     return replace(record, **changed) if changed else record

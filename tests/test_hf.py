@@ -254,3 +254,21 @@ def test_the_hub_needs_the_datasets_package(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_datasets)
     with pytest.raises(api.driver.UsageError, match=r'pip install "klue-baselines\[hf\]"'):
         api.load_hub("ynat")
+
+
+def test_a_saved_dataset_whose_info_disagrees_with_its_arrow_files_is_read_by_the_info_with_a_warning(tmp_path):
+    """save_to_disk writes the features twice, in dataset_info.json and in each Arrow file's schema; where a
+    hand-edited dataset_info.json gives other ClassLabel names, datasets.load_from_disk follows it, and so do we,
+    saying that the two disagree."""
+    from baselines.errors import InputWarning
+    official = api.load("nli", api.data_file("nli", "dev"))
+    folder = write_saved_dataset(dataset("nli", hf_rows("nli", api.data_file("nli", "dev"))), tmp_path / "nli")
+    info_path = folder / "dataset_info.json"
+    info = json.loads(info_path.read_text(encoding="utf-8"))
+    edited = ["neutral", "entailment", "contradiction"]
+    info["features"]["label"]["names"] = edited
+    info_path.write_text(json.dumps(info), encoding="utf-8")
+    with pytest.warns(InputWarning, match="dataset_info.json gives 'label' the classes neutral, entailment, "
+                                          "contradiction, but .*arrow carries entailment, neutral, contradiction"):
+        records = api.load("nli", folder)
+    assert [record.label for record in records] == [edited[NLI.index(record.label)] for record in official]

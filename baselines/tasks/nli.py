@@ -9,7 +9,6 @@ import numpy as np
 from joblib import Parallel, delayed
 from scipy import sparse
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.dummy import DummyClassifier
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.feature_extraction.text import TfidfVectorizer
@@ -18,12 +17,12 @@ from sklearn.model_selection import GroupKFold
 from baselines.linear import OrderedLogisticRegression
 from baselines import hf, scoring, tallies
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
-from baselines.estimators import TaskModel, TrainingDataError, plain_pair, records_from
+from baselines.estimators import FloorClassifier, TaskModel, TrainingDataError, plain_pair, records_from
 from baselines.explain import LinearExplanation
 from baselines.params import (FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, NON_NEGATIVE,
                               POSITIVE, SEED)
-from baselines.taskspec import (HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
-                                compare_labels, jsonl_records, label_predictions)
+from baselines.taskspec import (HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions,
+                                check_gold_labels, check_labels, compare_labels, jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.morphemes import Analysis
 from features.normalize import nfc_fields
@@ -130,7 +129,7 @@ def cross_tokens(premise: Analysis, hypothesis: Analysis, max_pairs: int = 40) -
     return features
 
 
-class MostFrequentInference(TaskModel, DummyClassifier):
+class MostFrequentInference(FloorClassifier):
     """The trivial floor: the most frequent label of the training pairs (scikit-learn's DummyClassifier, with
     plain pairs and accuracy as its score)."""
 
@@ -386,7 +385,7 @@ def stacker_inputs(probabilities: np.ndarray, dense: np.ndarray) -> np.ndarray:
 
 def compare(records: Sequence[NliExample], aligned: Sequence[dict]):
     """Labels against labels, and the accuracy of each source (the domain the premises come from)."""
-    comparison = compare_labels(aligned, targets(records), "sentence pair")
+    comparison = compare_labels(aligned, targets(records), "sentence pair", LABELS)
     comparison.group_by = "source"
     by_source: dict[str, list[bool]] = {}
     for record, gold, predicted in zip(records, comparison.gold, comparison.predicted):

@@ -10,14 +10,13 @@ from typing import Iterator, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.dummy import DummyClassifier
 from sklearn.feature_extraction import DictVectorizer
 
 from baselines.linear import OrderedLogisticRegression
 from baselines import hf, scoring, tallies
 from baselines.errors import InputWarning
 from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
-from baselines.estimators import PLAIN_INPUT, TaskModel, plain_row, records_from
+from baselines.estimators import PLAIN_INPUT, FloorClassifier, TaskModel, plain_row, records_from
 from baselines.explain import LinearExplanation
 from baselines.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, POSITIVE, SEED, HasMethods, Interval
 from baselines.priors import adapt_to_priors
@@ -211,7 +210,7 @@ def _check_probs(prediction: dict, relations: Sequence[str]) -> None:
         raise PredictionError(f"prediction {guid}: 'probs' must hold finite numbers >= 0, not {label}={value!r}")
 
 
-class RelationPrior(TaskModel, DummyClassifier):
+class RelationPrior(FloorClassifier):
     """The trivial floor: the most frequent relation, with the training label distribution as probabilities
     (scikit-learn's DummyClassifier, with plain dicts and micro F1 as its score)."""
 

@@ -7,14 +7,13 @@ from typing import Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.dummy import DummyClassifier
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.pipeline import FeatureUnion
 
 from baselines.linear import OrderedLogisticRegression
 from baselines import hf, scoring, tallies
 from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
-from baselines.estimators import TaskModel, plain_text, records_from
+from baselines.estimators import FloorClassifier, TaskModel, plain_text, records_from
 from baselines.explain import LinearExplanation
 from baselines.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, POSITIVE, SEED, StrOptions
 from baselines.taskspec import (TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
@@ -102,7 +101,7 @@ def tally(records: Sequence[YnatExample], predictions: Sequence[dict], resources
     return tallies.tally_ynat(*scored_labels(records, predictions))
 
 
-class MostFrequentTopic(TaskModel, DummyClassifier):
+class MostFrequentTopic(FloorClassifier):
     """The trivial floor: the most frequent topic of the training titles (scikit-learn's DummyClassifier,
     with plain titles and macro F1 as its score)."""
 
@@ -245,7 +244,7 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
 
 
 def compare(records: Sequence, aligned: Sequence[dict]):
-    return compare_labels(aligned, targets(records), "title")
+    return compare_labels(aligned, targets(records), "title", LABELS)
 
 
 TASK = TaskSpec(

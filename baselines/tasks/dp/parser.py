@@ -3,8 +3,10 @@ grandparent scorer, tree decoding, relation labeller)."""
 from __future__ import annotations
 
 import functools
+import warnings
 from collections import Counter
 from collections.abc import Sequence as SequenceABC
+from dataclasses import replace
 from numbers import Integral
 from typing import Sequence
 
@@ -14,6 +16,7 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils.validation import check_is_fitted
 
 from baselines import scoring
+from baselines.errors import InputWarning, TrainingDataError
 from baselines.estimators import TaskModel
 from baselines.explain import linear_top_features
 from baselines.linear import OrderedLogisticRegression
@@ -24,6 +27,35 @@ from baselines.tasks.dp.features import (ARC_FEATURES_NAMED, ATTRIBUTES, ROOT, A
                                          sibling_feature_name, sibling_features)
 from baselines.tasks.dp.trees import (head_final_grand_sibling_tree, head_final_sibling_tree, max_spanning_tree,
                                       projective_tree)
+
+
+# The most eojeols the parser decodes as one tree. Decoding takes memory that grows with the cube of a sentence's
+# eojeols and time with their fourth power (third order): 100 take a second and a few hundred MB, while 2,000
+# asked for 30 GiB. KLUE-DP's sentences are far shorter (the longest of the files here has 35 eojeols). A longer
+# one is parsed in consecutive pieces of at most this many (sentence_pieces), and left out of training.
+MAX_TREE_EOJEOLS = 100
+
+
+def sentence_pieces(size: int, limit: int = MAX_TREE_EOJEOLS) -> list[tuple[int, int]]:
+    """[start, end) eojeol ranges that cut a sentence of `size` eojeols into as few consecutive pieces of at most
+    `limit` as there can be, of sizes that differ by one at most."""
+    count = -(-size // limit)
+    bounds = [round(index * size / count) for index in range(count + 1)]
+    return list(zip(bounds, bounds[1:]))
+
+
+def joined_trees(pieces: Sequence[tuple[int, Sequence[int]]]) -> list[int]:
+    """One tree of a sentence parsed in pieces: each (start, heads) is a piece's tree (1-based within the
+    piece, 0 for its root) from eojeol `start` on; each piece's root takes the next piece's root as its head,
+    and the last piece's root is the sentence's. A head-final tree stays head-final and projective."""
+    joined: list[int] = []
+    roots: list[int] = []
+    for start, heads in pieces:
+        joined.extend(head + start if head else 0 for head in heads)
+        roots.append(start + list(heads).index(0))
+    for root, next_root in zip(roots, roots[1:]):
+        joined[root] = next_root + 1
+    return joined
 
 
 def headline(records: Sequence[DpSentence], y: Sequence, predicted: Sequence) -> float:
@@ -409,6 +441,18 @@ class MstParser(TaskModel, BaseEstimator):
             The fitted model.
         """
         records = self._inputs(with_trees(self._fit_records(X), y))
+        labelled = records
+        records = [sentence for sentence in records if len(sentence.words) <= MAX_TREE_EOJEOLS]
+        if len(records) < len(labelled):
+            longest = max(labelled, key=lambda sentence: len(sentence.words))
+            if not records:
+                raise TrainingDataError(f"every training sentence has more than {MAX_TREE_EOJEOLS} eojeols (the most "
+                                        f"the parser decodes as one tree); it has nothing to learn arcs from")
+            warnings.warn(f"{len(labelled) - len(records)} training sentences have more than {MAX_TREE_EOJEOLS} "
+                          f"eojeols, the most the parser decodes as one tree (the longest: "
+                          f"{longest.guid or 'unnamed'}, {len(longest.words)}): the arc scorer learns without them, "
+                          f"the labeller with them",
+                          InputWarning, stacklevel=2)
         # The arcs' vocabulary holds only the attributes they read, so that the labeller's own leave their ids as
         # they were.
         counts = Counter(f"{name}={value}" for sentence in records for word in sentence.words
@@ -477,8 +521,20 @@ class MstParser(TaskModel, BaseEstimator):
         self.arc_feature_names_ = None if strongest is None else [
             (int(index), name) for index, (_seen, name) in
             zip(np.searchsorted(kept, [seen_index for seen_index, _ in strongest]), strongest)]
-        self._fit_relations(records)
+        self._fit_relations(labelled)
         return self
+
+    def _parse(self, sentence: DpSentence, slot_index: np.ndarray) -> list[int]:
+        """The best tree of `sentence` (at most MAX_TREE_EOJEOLS eojeols): a 1-based head per eojeol, 0 for the
+        root."""
+        siblings = grands = None
+        if self.order_ > 1:
+            siblings = self._positions(sibling_features, sentence, slot_index)
+        if self.order_ == 3:
+            grands = self._positions(grand_features, sentence, slot_index)
+        heads = self._decode(self.weights_, sentence, self._shaped_arcs(sentence, slot_index), self.projective_,
+                             siblings, grands)
+        return [int(h) for h in heads[1:]]
 
     def _positions(self, make, sentence: DpSentence, position: np.ndarray) -> tuple:
         """make(featurizer_, sentence) (ArcFeaturizer.arcs, sibling_features, grand_features), its hashed slots
@@ -585,14 +641,12 @@ class MstParser(TaskModel, BaseEstimator):
         sentences = self._inputs(self._fitted_records(X))
         slot_index = self._slot_index()
         for sentence in sentences:
-            siblings = grands = None
-            if self.order_ > 1:
-                siblings = self._positions(sibling_features, sentence, slot_index)
-            if self.order_ == 3:
-                grands = self._positions(grand_features, sentence, slot_index)
-            heads = self._decode(self.weights_, sentence, self._shaped_arcs(sentence, slot_index), self.projective_,
-                                 siblings, grands)
-            parsed.append([int(h) for h in heads[1:]])
+            if len(sentence.words) <= MAX_TREE_EOJEOLS:
+                parsed.append(self._parse(sentence, slot_index))
+            else:  # pieces, so that memory and time grow linearly with the sentence, not as its cube
+                pieces = [(start, self._parse(replace(sentence, words=sentence.words[start:end]), slot_index))
+                          for start, end in sentence_pieces(len(sentence.words))]
+                parsed.append(joined_trees(pieces))
             rows.extend(self._relation_rows(sentence, parsed[-1]))
         labels = iter(self.relation_classifier_.predict(self.relation_vectorizer_.transform(rows)) if rows else [])
         return [(heads, [str(next(labels)) for _ in heads]) for heads in parsed]

@@ -1,0 +1,93 @@
+"""`bench long-inputs`: seconds and peak memory of each task's model predicting one input of growing size."""
+from __future__ import annotations
+
+import copy
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from baselines import datafiles, driver, memory, results
+from baselines.dataio import check_output_folder
+from baselines.registry import get_task
+
+# Sizes of the one input, in characters of its longest text; DP's in eojeols, as it decodes them.
+CHARACTERS = (1_000, 10_000, 100_000)  # 100,000: the most one text may have (features.analysis)
+EOJEOLS = (100, 500, 2_000, 5_000)
+
+
+def _repeated(text: str, size: int) -> str:
+    """`text` written again and again, joined by spaces, and cut to `size` characters at a space."""
+    times = -(-size // (len(text) + 1))
+    long = " ".join([text] * times)[:size]
+    return long.rsplit(" ", 1)[0] if " " in long[size // 2:] else long
+
+
+def _eojeols(text: str, count: int) -> str:
+    words = text.split()
+    return " ".join(words[index % len(words)] for index in range(count))
+
+
+def _longest_turn(dialogue: dict, size: int) -> dict:
+    grown = copy.deepcopy(dialogue)
+    user = next(turn for turn in grown["dialogue"] if turn["role"] == "user")
+    user["text"] = _repeated(user["text"], size)
+    return grown
+
+
+def _grown_entity_sentence(pair: dict, size: int) -> dict:
+    return {**pair, "sentence": pair["sentence"] + " " + _repeated(pair["sentence"], size - len(pair["sentence"]) - 1)}
+
+
+# Each task's plain input (TaskSpec.plain_inputs of a sample dev record) made `size` long where it reads the
+# most text: the title, the first sentence of a pair, the sentence (its entities stay where they are), the
+# passage, a user turn, or the eojeols of a DP sentence.
+GROWN: dict[str, Callable[[Any, int], Any]] = {
+    "ynat": _repeated, "ner": _repeated, "dp": _eojeols,
+    "sts": lambda pair, size: (_repeated(pair[0], size), pair[1]),
+    "nli": lambda pair, size: (_repeated(pair[0], size), pair[1]),
+    "re": _grown_entity_sentence,
+    "mrc": lambda question, size: {**question, "context": _repeated(question["context"], size)},
+    "wos": _longest_turn,
+}
+
+
+def measure(task: str, model: Any, plain: Any, sizes: Sequence[int], log: Callable[[str], None]) -> list[dict]:
+    """For each size, the seconds and peak memory of predicting the one input `plain` grown to that size."""
+    spec = get_task(task)
+    points = []
+    for size in sizes:
+        grown = GROWN[task](plain, size)
+        memory.reset_peak()
+        start = time.perf_counter()
+        spec.predict(model, spec.as_records([grown]))
+        seconds = time.perf_counter() - start
+        points.append({"size": size, "seconds": round(seconds, 2), "peak_rss_mb": memory.rounded_peak_mb()})
+        log(f"{task}: {size:,} {'eojeols' if task == 'dp' else 'characters'}: {seconds:.1f} s, "
+            f"{results.memory_cell(points[-1]['peak_rss_mb'])} MiB")
+    return points
+
+
+def long_inputs_report(tasks: Sequence[str], results_dir: Path, command: str | None = None,
+                       log: Callable[[str], None] = lambda message: None) -> tuple[dict, Path]:
+    """Each task's default model, fitted on the shipped sample, predicting one input of each size (CHARACTERS,
+    or EOJEOLS for DP), one size after another in this process; written to results_dir/long-inputs.json."""
+    check_output_folder(results_dir)
+    report: dict[str, Any] = {"what": "one input of each size, predicted by the task's default model fitted on "
+                                      "the shipped sample; seconds and peak resident memory of the prediction",
+                              "tasks": {}}
+    for task in tasks:
+        spec = get_task(task)
+        folder = datafiles.sample_dir() / spec.folder
+        train = spec.load(folder / spec.train_file)
+        extras = {extra: folder / extra for extra in spec.extra_files}
+        _name, model = driver.build_model(spec, None, 0, spec.load_resources(extras))
+        model.fit(train, spec.targets(train))
+        plain = spec.plain_inputs(spec.load(folder / spec.dev_file)[:1])[0]
+        sizes = EOJEOLS if task == "dp" else CHARACTERS
+        report["tasks"][task] = {"unit": "eojeols" if task == "dp" else "characters",
+                                 "points": measure(task, model, plain, sizes, log)}
+    if command is not None:
+        report["command"] = command
+    report.update(versions=driver.versions(), machine=driver.machine(), code=driver.code_version())
+    path = results.write_result(results_dir, results_dir / "long-inputs.json", report)
+    return report, path
