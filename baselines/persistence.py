@@ -200,14 +200,21 @@ def full_name(part: Any) -> str:
 
 def saved_type_names(task: str) -> frozenset[str]:
     """The full names that a model file of `task` may hold besides plain data: its own TaskSpec.saved_types,
-    those of the tasks whose fitted models or names it takes (TaskSpec.requires), and the types of plain data."""
-    spec = get_task(task)
-    parts = list(spec.saved_types)
-    for requirement in spec.requires:  # what the driver sets from another task's file (driver.requirement_value)
-        if requirement.provides == "gazetteer":
-            parts.append(EntityGazetteer)
-        else:
-            parts += [FrozenEstimator, *get_task(requirement.task).saved_types]
+    what it takes from other tasks' files (TaskSpec.requires: their fitted models, frozen, with all that those
+    hold in turn, or a gazetteer), and the types of plain data."""
+    parts, seen, pending = [], set(), [task]
+    while pending:
+        spec = get_task(pending.pop())
+        if spec.code in seen:
+            continue
+        seen.add(spec.code)
+        parts += spec.saved_types
+        for requirement in spec.requires:  # as the driver sets them (driver.requirement_value)
+            if requirement.provides == "gazetteer":
+                parts.append(EntityGazetteer)
+            else:
+                parts.append(FrozenEstimator)
+                pending.append(requirement.task)
     return frozenset(map(full_name, parts)).union(*PLAIN_DATA.values())
 
 
@@ -238,6 +245,8 @@ def refused_part(schema: Any, allowed: frozenset[str]) -> str | None:
     this toolkit's models are stored as, or whose class or function is not in `allowed`; None when all are."""
     for node in _schema_nodes(schema):
         kind, name = node["__loader__"], f"{node.get('__module__')}.{node.get('__class__')}"
+        if not isinstance(kind, str):
+            return f"a node of no kind skops knows ({kind!r})"
         if kind in PLAIN_DATA:
             if name not in PLAIN_DATA[kind]:
                 return f"{name} stored as {kind}"
