@@ -3,7 +3,7 @@ import os as _os
 import platform as _platform
 import sys as _sys
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # numpy chooses its float64 exp and log loops by the CPU when it loads. Its AVX2 loops give the C library's
 # results (measured on 9 million values, and equal to its loops for older CPUs); its AVX-512 loops are other
@@ -27,3 +27,7 @@ def _numpy_names_feature_groups() -> bool:
 if ("numpy" not in _sys.modules and NUMPY_FEATURES_VARIABLE not in _os.environ
         and _platform.machine() in ("x86_64", "AMD64") and _numpy_names_feature_groups()):
     _os.environ[NUMPY_FEATURES_VARIABLE] = NUMPY_WITHOUT_AVX512
+
+from baselines import _moved  # noqa: E402
+
+_moved.install()  # the names of the modules before they moved into folders, for one release

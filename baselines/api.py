@@ -7,7 +7,7 @@
     api.score("ynat", "ynat-v1.1_dev.json", "predictions.jsonl")     # the official metrics
 
 Every function takes a task code ('ynat', 'sts', 'nli', 'ner', 're', 'dp', 'mrc', 'wos'). Files may be
-official files, Hugging Face `klue` exports (baselines.hf) or the raw JSONL that `predict` reads; errors are
+official files, Hugging Face `klue` exports (baselines.data.hf) or the raw JSONL that `predict` reads; errors are
 DataError, PredictionError or UsageError with a one-line message that names the file and the record.
 """
 from __future__ import annotations
@@ -23,16 +23,22 @@ from typing import Any, Callable, Sequence
 
 from sklearn.base import clone
 
-from baselines import driver, hf, persistence, plots, progress, results, significance, tuning
-from baselines import determinism as determinism_bench
-from baselines import peers as peers_bench
-from baselines import scale as scale_bench
-from baselines import report as teaching
-from baselines.dataio import (DataError, absolute_path, check_output_file, check_output_folder, looks_like_jsonl,
+from baselines.data import hf
+
+from baselines.metrics import significance
+
+from baselines.runner import driver, persistence, plots, results, tuning
+
+from baselines.runtime import progress
+from baselines.bench import determinism as determinism_bench
+from baselines.bench import peers as peers_bench
+from baselines.bench import scale as scale_bench
+from baselines.metrics import teaching
+from baselines.data.fileio import (DataError, absolute_path, check_output_file, check_output_folder, looks_like_jsonl,
                               read_json, read_jsonl, read_text, write_jsonl_atomic)
-from baselines.parallel import Workers, local_jobs
-from baselines.persistence import save_model
-from baselines.registry import TASK_CODES, all_tasks, get_task, task_code
+from baselines.runtime.parallel import Workers, local_jobs
+from baselines.runner.persistence import save_model
+from baselines.runner.registry import TASK_CODES, all_tasks, get_task, task_code
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 from features import analysis
 from baselines.errors import SampleDataWarning
@@ -342,7 +348,7 @@ def check_explainable(task: str, model: Any, per_input: bool = False) -> None:
 def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence | None = None,
             per_input: int = 5) -> dict:
     """What a fitted model learnt: its strongest features per class or label, `top_k` each (see
-    baselines.explain), under 'sections'. With `inputs` (a file, records or plain inputs), under 'examples':
+    baselines.models.explain), under 'sections'. With `inputs` (a file, records or plain inputs), under 'examples':
     each input's prediction and the `per_input` features that pushed it most towards it (linear
     classifiers: YNAT, NLI, RE), or, for NER's CRF, each character's tag and the features that pushed it.
     'rows' holds the same as a flat list of dicts, one per feature, which explanation_table turns into a
@@ -639,7 +645,7 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
             predictions_b: PathLike | Sequence[dict] | dict, *, resamples: int = 1000, seed: int = 0, jobs: int = 1,
             metrics: Sequence[str] | None = None, data_dir: PathLike | None = None,
             progress: Callable[[int], None] = lambda done: None) -> dict:
-    """Two systems' predictions on the same gold, compared by paired bootstrap (baselines.significance):
+    """Two systems' predictions on the same gold, compared by paired bootstrap (baselines.metrics.significance):
     for each metric, A and B, the difference B - A, its 95 % interval and p-value. Both prediction sets are
     checked as `score` checks them first. `metrics`: names of `score`'s metrics, or of a breakdown
     ('class_f1' for every 'class_f1/...'); by default the headline and the task's breakdown (its classes,
@@ -775,7 +781,7 @@ def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | No
           seed: int = 0, results_dir: PathLike = "results", plots_dir: PathLike | None = None,
           command: str | None = None, log: Log = progress.say) -> tuple[dict, Path]:
     """Fit and predict seconds and peak memory at `sizes` x the official training size, each in its own
-    process (see baselines.scale); written to results_dir/scale/<task>.json (<task>-<model>.json for another
+    process (see baselines.bench.scale); written to results_dir/scale/<task>.json (<task>-<model>.json for another
     model than the default), with the table in results_dir/README.md, and with plots_dir the chart of every
     task's report there. Returns the report and its path."""
     folder = Path(results_dir) / "scale"
@@ -795,7 +801,7 @@ def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | No
 def peers(task: str, *, data_dir: PathLike | None = None, train: PathLike | None = None,
           dev: PathLike | None = None, seed: int = 0, results_dir: PathLike = "results", command: str | None = None,
           log: Log = progress.say) -> tuple[dict, Path]:
-    """`bench peers`: the task's default model against the tool a user would pick instead (baselines.peers), each
+    """`bench peers`: the task's default model against the tool a user would pick instead (baselines.bench.peers), each
     in its own process; the report replaces the task's earlier one in results_dir/peers.json, and the table goes
     to results_dir/README.md. Returns the report and the file's path."""
     results_dir = Path(results_dir)
@@ -816,7 +822,7 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
                 train: PathLike | None = None, dev: PathLike | None = None, cv: int = 0, seed: int = 0,
                 pos: str | None = None, results_dir: PathLike | None = None, command: str | None = None,
                 at_once: int = 1, log: Log = progress.say, **params: Any) -> tuple[dict, Path | None]:
-    """Run the tasks' models (as `run` would) once per variant of baselines.determinism.variants (other BLAS
+    """Run the tasks' models (as `run` would) once per variant of baselines.bench.determinism.variants (other BLAS
     kernels, BLAS and OpenMP thread counts, numpy's loops without AVX2, other hash seeds), after the first
     `at_once` at a time, and compare their predictions row by row. Written to results_dir/determinism.json
     (default ./results; with the shipped sample, only where results_dir is given) in place of the earlier

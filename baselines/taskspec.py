@@ -13,10 +13,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from sklearn.feature_extraction.text import TfidfTransformer, TfidfVectorizer
 
-from baselines import formats, hf
-from baselines.dataio import DataError, read_jsonl
-from baselines.estimators import TaskModel
-from baselines.report import Comparison
+from baselines.data import formats, hf
+from baselines.data.fileio import DataError, read_jsonl
+from baselines.models.estimators import TaskModel
+from baselines.metrics.teaching import Comparison
 from baselines.errors import InputWarning, PredictionError
 from features.analysis import too_long
 from features.normalize import nfc
@@ -97,7 +97,7 @@ class TaskSpec:
     - ``predict(model, records)`` returns one JSON-able dict per record, keyed by ``guid``: the format of
       ``predict`` output and of ``score --predictions``.
     - ``score(records, predictions, resources)`` returns the official metrics (x100) and breakdowns;
-      ``tally`` takes the same and returns them as sums over records (a baselines.tallies.Tally), which
+      ``tally`` takes the same and returns them as sums over records (a baselines.metrics.tallies.Tally), which
       `compare` scores a batch of bootstrap resamples with at once.
     - ``texts(records)`` lists every Korean text of the records (what morpheme analysis will see).
     - ``as_records(X)`` turns plain inputs (str, pairs, raw-row dicts) into records, and
@@ -106,7 +106,7 @@ class TaskSpec:
     - ``prediction_files`` names the task's own prediction file formats, read by ``score`` and written by
       ``predict --format`` (a PredictionFiles).
     - ``compare(records, aligned_predictions)`` sets gold against predicted for ``report`` (a
-      baselines.report.Comparison).
+      baselines.metrics.teaching.Comparison).
     """
 
     code: str
@@ -153,7 +153,7 @@ class TaskSpec:
     # What a fitted model of this task holds besides plain data (containers, strings, numbers, numpy arrays):
     # classes and functions, or by full name ('module.Name') a library's private part that has no public home.
     # A model file of the task may name these, those of the tasks it requires, and nothing else
-    # (baselines.persistence refuses it before building anything).
+    # (baselines.runner.persistence refuses it before building anything).
     saved_types: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
@@ -223,7 +223,7 @@ def copy_marker(copy: int) -> str:
 
 def official_stem(guid: str) -> str:
     """An NER or DP guid without the source that ends it ('klue-ner-v1_dev_00042-wikitree' ->
-    'klue-ner-v1_dev_00042'): Hugging Face rows have no guid, and get the stem by position (baselines.hf), so
+    'klue-ner-v1_dev_00042'): Hugging Face rows have no guid, and get the stem by position (baselines.data.hf), so
     gold and predictions are matched by stem when one side has the whole guid and the other the stem."""
     match = _SOURCE_SUFFIX.match(guid)
     return match.group(1) if match else guid

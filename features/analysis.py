@@ -301,7 +301,7 @@ class MorphemeAnalyzer:
         self._neighbour_memo.clear()
 
 
-_bars_on_screen = 0  # progress bars now drawn, so that heartbeats (baselines.progress) keep quiet meanwhile
+_bars_on_screen = 0  # progress bars now drawn, so that heartbeats (baselines.runtime.progress) keep quiet meanwhile
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ makes them, labels as names, encoded by `Dataset.from_dict` with the script's Fe
 
     python tests/hf_fixtures.py ../shared/klue /tmp/klue-hf      # <config>/{train,validation}.{jsonl,parquet}
 
-Written independently of baselines.hf, so that a mistake in one shows against the other.
+Written independently of baselines.data.hf, so that a mistake in one shows against the other.
 """
 from __future__ import annotations
 

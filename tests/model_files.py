@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines.driver import versions
+from baselines.runner.driver import versions
 from baselines.errors import ModelFileError
-from baselines.persistence import load_model, save_model
+from baselines.runner.persistence import load_model, save_model
 
 
 def assert_persists_and_refused_without(tmp_path, model, task: str, model_name: str, test: list, attribute: str,

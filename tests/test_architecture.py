@@ -9,24 +9,22 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Lowest first. The machinery splits in two: what the tasks build on (below them), and what runs the tasks
-# (above them), which reaches a task only by name, through the registry.
+# Lowest first. Each folder of baselines/ lies in one layer: what the tasks are built on (data, models,
+# metrics, runtime, with the error catalogue and the TaskSpec contract), the tasks, what runs them (runner/,
+# which reaches a task only by name, through the registry), the benchmarks, the API and the command line.
 LAYERS = {
     "features": 0,
-    **dict.fromkeys(["baselines", "baselines.errors", "baselines.dataio", "baselines.params", "baselines.estimators",
-                     "baselines.linear", "baselines.explain", "baselines.formats", "baselines.hf",
-                     "baselines.scoring", "baselines.tallies", "baselines.report", "baselines.memory",
-                     "baselines.parallel", "baselines.priors", "baselines.progress", "baselines.provenance",
-                     "baselines.taskspec", "baselines.significance", "baselines.datafiles"], 1),
+    **dict.fromkeys(["baselines", "baselines._moved", "baselines.errors", "baselines.taskspec", "baselines.data",
+                     "baselines.models", "baselines.metrics", "baselines.runtime"], 1),
     "baselines.tasks": 2,
-    **dict.fromkeys(["baselines.registry", "baselines.driver", "baselines.results", "baselines.plots",
-                     "baselines.persistence", "baselines.determinism", "baselines.tuning", "baselines.scale",
-                     "baselines.bench", "baselines.reproduce", "baselines.peers", "baselines.budget",
-                     "baselines.long_inputs"], 3),
-    "baselines.api": 4,
-    "baselines.cli": 5,
+    "baselines.runner": 3,
+    "baselines.bench": 4,
+    "baselines.api": 5,
+    "baselines.cli": 6,
 }
-LAYER_NAMES = ("features", "machinery under the tasks", "tasks", "driver", "api", "cli")
+LAYER_NAMES = ("features", "what the tasks are built on", "tasks", "runner", "benchmarks", "api", "cli")
+# The only modules that stand alone at the top of baselines/: everything else lives in the folder of its layer.
+TOP_LEVEL_MODULES = {"__init__", "_moved", "errors", "taskspec", "api"}
 
 
 def module_name(path: Path) -> str:
@@ -74,6 +72,19 @@ def project_imports(path: Path) -> list[tuple[str, int, bool]]:
 
 
 MODULES = project_modules()
+
+
+def test_the_folders_are_the_layers():
+    """baselines/ holds only the few modules of TOP_LEVEL_MODULES; every other module is in a folder that
+    LAYERS names, so the folders show the layers."""
+    top = {path.stem for path in (REPO / "baselines").glob("*.py")}
+    assert top == TOP_LEVEL_MODULES, f"modules outside a layer's folder: {sorted(top - TOP_LEVEL_MODULES)}"
+    folders = {path.name for path in (REPO / "baselines").iterdir() if (path / "__init__.py").is_file()}
+    assert {f"baselines.{folder}" for folder in folders} <= set(LAYERS), folders
+    for folder in folders:
+        docstring = ast.get_docstring(ast.parse((REPO / "baselines" / folder / "__init__.py").read_text("utf-8")))
+        assert docstring and "\n" not in docstring.strip(), (
+            f"baselines/{folder}/__init__.py: say in one line what the folder is for")
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -124,3 +135,47 @@ def test_the_cycle_check_sees_an_import_hidden_in_a_function(tmp_path):
     assert project_imports(source) == [("baselines.api", 4, False)]
     assert layer("baselines.tasks.mrc.reader") == 2
     assert task_package("baselines.tasks.mrc.reader") == "baselines.tasks.mrc"
+
+
+@pytest.mark.parametrize("old, new", [("baselines.scoring", "baselines.metrics.scoring"),
+                                      ("baselines.driver", "baselines.runner.driver"),
+                                      ("baselines.dataio", "baselines.data.fileio"),
+                                      ("baselines.report", "baselines.metrics.teaching"),
+                                      ("baselines.reproduce", "baselines.bench.reproduce")])
+def test_a_module_name_from_before_the_folders_still_imports_with_a_deprecation_warning(old, new):
+    import importlib
+    import subprocess
+    import sys
+    # A fresh process: this one may have imported the old name already.
+    code = (f"import warnings; warnings.simplefilter('error', DeprecationWarning)\n"
+            f"import importlib\n"
+            f"try:\n    importlib.import_module({old!r})\nexcept DeprecationWarning as w:\n    print(w)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert f"{old} is now {new}" in result.stdout, result.stdout + result.stderr
+    with pytest.warns(DeprecationWarning):
+        sys.modules.pop(old, None)
+        moved = importlib.import_module(old)
+    assert moved is importlib.import_module(new)
+
+
+def test_a_pickle_that_names_a_class_by_its_old_module_loads_as_the_same_class():
+    import pickle
+    import warnings
+
+    from baselines.models.linear import OrderedLogisticRegression
+    # Protocol 0 writes names as lines of text, so one can be replaced by a shorter one.
+    data = pickle.dumps(OrderedLogisticRegression(C=2.0), protocol=0)
+    data = data.replace(b"baselines.models.linear", b"baselines.linear")
+    assert b"baselines.linear" in data
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        restored = pickle.loads(data)
+    assert type(restored) is OrderedLogisticRegression and restored.C == 2.0
+
+
+def test_the_command_line_runs_as_a_module_and_as_the_script():
+    import subprocess
+    import sys
+    for command in ([sys.executable, "-m", "baselines.cli", "--help"], ["klue-baselines", "--help"]):
+        result = subprocess.run(command, capture_output=True, text=True)
+        assert result.returncode == 0 and "bench" in result.stdout and "reproduce" in result.stdout, result.stderr

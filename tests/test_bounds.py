@@ -12,10 +12,12 @@ import joblib
 import numpy as np
 import pytest
 
-from baselines import api, reproduce
-from baselines.dataio import absolute_path
+from baselines import api
+
+from baselines.bench import reproduce
+from baselines.data.fileio import absolute_path
 from baselines.errors import InputWarning, PredictionError, TrainingDataError
-from baselines.registry import get_task
+from baselines.runner.registry import get_task
 from baselines.tasks.dp import parser as dp_parser
 from baselines.tasks.dp.parser import MAX_TREE_EOJEOLS, joined_trees, sentence_pieces
 from features import analysis
@@ -300,7 +302,7 @@ def test_the_analyser_bound_is_the_one_the_loaders_check():
 
 @pytest.mark.parametrize("task", ["ynat", "sts", "nli", "ner", "re", "dp", "mrc", "wos"])
 def test_the_long_input_bench_grows_each_tasks_input_to_the_size_asked(task):
-    from baselines import long_inputs
+    from baselines.bench import long_inputs
     spec = get_task(task)
     plain = spec.plain_inputs(spec.load(sample_file(task))[:1])[0]
     for size in (500, 5_000):

@@ -6,7 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from baselines import budget, results
+from baselines.bench import budget
+
+from baselines.runner import results
 
 
 def test_the_default_row_is_rerun_and_measured_against_raw_kiwi(tmp_path):

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from baselines.cli import main
-from baselines.datafiles import sample_dir
-from baselines.registry import TASK_CODES, get_task
+from baselines.data.sources import sample_dir
+from baselines.runner.registry import TASK_CODES, get_task
 
 
 def invoke(*args: str, expect: int = 0):
@@ -46,7 +46,7 @@ def test_run_writes_results_and_table(tmp_path):
 
 
 def test_cross_fitting_groups_mrc_by_passage(tmp_path):
-    from baselines.driver import cross_fit_folds
+    from baselines.runner.driver import cross_fit_folds
 
     spec = get_task("mrc")
     records = spec.load(sample_file("mrc", "train"))
@@ -213,7 +213,7 @@ def test_tune_writes_every_trial_with_all_metrics(tmp_path):
 
 
 def test_training_subsets_keep_whole_passages_and_grow_by_inclusion():
-    from baselines.driver import UsageError, training_subset
+    from baselines.runner.driver import UsageError, training_subset
 
     spec = get_task("mrc")
     records = spec.load(sample_file("mrc", "train"))

@@ -8,11 +8,15 @@ import pytest
 from click.testing import CliRunner
 from joblib.externals import loky
 
-from baselines import api, driver, significance
+from baselines import api
+
+from baselines.metrics import significance
+
+from baselines.runner import driver
 from baselines.cli import main
-from baselines.registry import get_task
-from baselines.parallel import Workers
-from baselines.significance import interval, resampling_units
+from baselines.runner.registry import get_task
+from baselines.runtime.parallel import Workers
+from baselines.metrics.significance import interval, resampling_units
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from baselines.registry import TASK_CODES, get_task
+from baselines.runner.registry import TASK_CODES, get_task
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")

@@ -289,8 +289,8 @@ def test_predict_dp_raw_text_as_official_tsv_and_score_it(tmp_path):
     from click.testing import CliRunner
 
     from baselines.cli import main
-    from baselines.datafiles import sample_dir
-    from baselines.registry import get_task
+    from baselines.data.sources import sample_dir
+    from baselines.runner.registry import get_task
 
     runner = CliRunner()
     raw = tmp_path / "raw.jsonl"

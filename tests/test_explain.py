@@ -10,8 +10,8 @@ from sklearn.linear_model import LogisticRegression
 
 from baselines import api
 from baselines.cli import main
-from baselines.driver import UsageError
-from baselines.explain import class_rows, readable, strongest
+from baselines.runner.driver import UsageError
+from baselines.models.explain import class_rows, readable, strongest
 
 
 def test_feature_names_read_as_a_person_would():

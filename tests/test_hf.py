@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from baselines import api, hf
+from baselines import api
+
+from baselines.data import hf
 from baselines.cli import main
-from baselines.dataio import DataError
-from baselines.registry import TASK_CODES, get_task
+from baselines.data.fileio import DataError
+from baselines.runner.registry import TASK_CODES, get_task
 from baselines.taskspec import align_predictions
 from hf_fixtures import NLI, dataset, hf_rows, write_jsonl, write_parquet, write_saved_dataset
 

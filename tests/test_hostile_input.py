@@ -25,13 +25,19 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from baselines import api, determinism, driver, hf, persistence, results
+from baselines import api
+
+from baselines.bench import determinism
+
+from baselines.data import hf
+
+from baselines.runner import driver, persistence, results
 from baselines.cli import main
-from baselines.dataio import DataError, atomic_output, write_json_atomic, write_jsonl_atomic
-from baselines.datafiles import official_manifest, sample_dir
-from baselines.estimators import TrainingDataError
-from baselines.persistence import ModelFileError, load_model, read_metadata
-from baselines.registry import TASK_CODES, get_task
+from baselines.data.fileio import DataError, atomic_output, write_json_atomic, write_jsonl_atomic
+from baselines.data.sources import official_manifest, sample_dir
+from baselines.models.estimators import TrainingDataError
+from baselines.runner.persistence import ModelFileError, load_model, read_metadata
+from baselines.runner.registry import TASK_CODES, get_task
 from baselines.tasks import ner as ner_task
 from features.analysis import MorphemeAnalyzer
 from features.cache import AnalysisCache, CacheWarning
@@ -1060,7 +1066,7 @@ def test_the_package_imports_and_runs_without_the_resource_module(tmp_path):
     script = ("import sys, pathlib; sys.modules['resource'] = None\n"
               "from baselines import driver, memory\n"
               "memory._STATUS = memory._CLEAR_REFS = pathlib.Path('/nonexistent/proc')\n"
-              "from baselines.registry import get_task\n"
+              "from baselines.runner.registry import get_task\n"
               "spec = get_task('ynat')\n"
               "data = driver.resolve_data(spec)\n"
               "record, _ = driver.evaluate_task(spec, data, model_name='trivial')\n"

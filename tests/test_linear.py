@@ -14,7 +14,7 @@ from sklearn.datasets import make_classification
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 
-from baselines.linear import OrderedLogisticRegression, RowBlocks, add_scaled, ordered_dot
+from baselines.models.linear import OrderedLogisticRegression, RowBlocks, add_scaled, ordered_dot
 
 
 @pytest.mark.parametrize("classes", [2, 4])
@@ -49,7 +49,7 @@ FIT_AND_PRINT = """
 import hashlib
 import numpy as np
 from scipy import sparse
-from baselines.linear import OrderedLogisticRegression, RowBlocks, add_scaled, ordered_dot
+from baselines.models.linear import OrderedLogisticRegression, RowBlocks, add_scaled, ordered_dot
 rng = np.random.default_rng(0)
 X = sparse.random(3000, 4000, density=0.01, format="csr", random_state=0)
 y = (X @ rng.normal(size=4000) + rng.normal(size=3000) > 0).astype(int) + (rng.random(3000) > 0.7)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from baselines.dataio import DataError
-from baselines.registry import get_task
+from baselines.data.fileio import DataError
+from baselines.runner.registry import get_task
 from tests.conftest import write_json
 
 # Record counts that ../shared/klue/README.md gives for each file.
@@ -47,7 +47,7 @@ def test_mrc_counts_unanswerable_questions(shared_klue):
 
 
 def test_ner_sentence_text_keeps_spaces_and_tags_align():
-    from baselines.datafiles import sample_dir
+    from baselines.data.sources import sample_dir
 
     records = get_task("ner").load(sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv")
     assert all(len(r.text) == len(r.tags) for r in records)
@@ -136,7 +136,7 @@ def test_not_a_list(tmp_path):
 
 
 def test_v1_file_names_are_found(tmp_path):
-    from baselines.datafiles import find_file
+    from baselines.data.sources import find_file
 
     folder = tmp_path / "ynat-v1"
     folder.mkdir()

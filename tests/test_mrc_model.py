@@ -6,10 +6,10 @@ import random
 import numpy as np
 import pytest
 
-from baselines.driver import versions
-from baselines.persistence import ModelFileError, load_model, save_model
-from baselines.registry import get_task
-from baselines.scoring import mrc_reader_diagnostics, normalize_mrc_answer
+from baselines.runner.driver import versions
+from baselines.runner.persistence import ModelFileError, load_model, save_model
+from baselines.runner.registry import get_task
+from baselines.metrics.scoring import mrc_reader_diagnostics, normalize_mrc_answer
 from baselines.tasks.mrc import (FEATURE_INDEX, MrcAnswer, MrcQuestion, SpanRanker, candidate_spans, question_type,
                                  question_view, related_words, targets)
 from features.analysis import analyze

@@ -10,10 +10,10 @@ from scipy import sparse
 from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
-from baselines.datafiles import sample_dir
-from baselines.driver import versions
-from baselines.persistence import load_model, save_model
-from baselines.registry import get_task
+from baselines.data.sources import sample_dir
+from baselines.runner.driver import versions
+from baselines.runner.persistence import load_model, save_model
+from baselines.runner.registry import get_task
 from baselines.tasks.mrc import MrcAnswer, MrcQuestion, SpanRanker, targets
 from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_NAMES, TYPED_FEATURE_NAMES,
                                               PassageEntities, answer_type, question_type_features, span_types,
@@ -113,7 +113,7 @@ def typed_questions(count: int) -> list[MrcQuestion]:
 @pytest.fixture(scope="module")
 def sample_tagger():
     """The NER task's default model fitted on the sample's NER training file, frozen, as the driver gives it."""
-    from baselines import driver
+    from baselines.runner import driver
 
     requirement = get_task("mrc").requires[0]
     return driver.fitted_requirement(requirement, sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", 0)

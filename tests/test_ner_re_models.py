@@ -8,10 +8,10 @@ from array import array
 import numpy as np
 import pytest
 
-from baselines.driver import versions
-from baselines.persistence import load_model, save_model
-from baselines.registry import get_task
-from baselines.tuning import fold_splits
+from baselines.runner.driver import versions
+from baselines.runner.persistence import load_model, save_model
+from baselines.runner.registry import get_task
+from baselines.runner.tuning import fold_splits
 from baselines.tasks.ner import (CharacterCRF, NerSentence, character_features, feature_in_words, iobes_to_iob2,
                                  jackknifed_type_features, morpheme_types, most_probable_iob2, repair_iob2,
                                  to_iobes)
@@ -229,11 +229,12 @@ def test_dp_train_gives_the_relation_classifier_a_kiwi_tag_parser_whose_paths_it
     from sklearn.frozen import FrozenEstimator
 
     from baselines import api
-    from baselines.datafiles import sample_dir
+    from baselines.data.sources import sample_dir
 
     model = api.make_model("re", dp_train=str(sample_dir() / "klue-dp-v1.1" / "klue-dp-v1.1_train.tsv"))
     assert isinstance(model.parser, FrozenEstimator)
-    assert (model.parser.estimator.pos, model.parser.estimator.order, model.parser.estimator.perceptrons) == ("kiwi", 1, 1)
+    parser = model.parser.estimator
+    assert (parser.pos, parser.order, parser.perceptrons) == ("kiwi", 1, 1)
     train = planted_relations(40, seed=2)
     model.set_params(C=5.0).fit(train, [r.label for r in train])
     assert any(name.startswith("path=") for name in model.vectorizer_.get_feature_names_out())
@@ -254,14 +255,14 @@ def test_relation_folds_keep_the_pairs_of_a_sentence_together():
 
 
 def _relation_list(tmp_path):
-    from baselines.datafiles import sample_dir
+    from baselines.data.sources import sample_dir
 
     return sample_dir() / "klue-re-v1.1" / "relation_list.json"
 
 
 def test_the_ner_crf_reads_a_gazetteer_of_the_re_training_files_names(tmp_path):
     from baselines import api
-    from baselines.datafiles import sample_dir
+    from baselines.data.sources import sample_dir
     from features.gazetteer import EntityGazetteer
 
     text = "홍길동은 한빛전자에 다닌다"

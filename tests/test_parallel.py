@@ -8,8 +8,12 @@ import time
 
 import pytest
 
-from baselines import api, driver, memory, parallel
-from baselines.registry import get_task
+from baselines import api
+
+from baselines.runner import driver
+
+from baselines.runtime import memory, parallel
+from baselines.runner.registry import get_task
 from tests.test_cli import invoke
 
 HAS_DASK = importlib.util.find_spec("distributed") is not None

@@ -6,10 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from baselines import api, peers, results
-from baselines.datafiles import sample_dir
+from baselines import api
+
+from baselines.bench import peers
+
+from baselines.runner import results
+from baselines.data.sources import sample_dir
 from baselines.errors import UsageError
-from baselines.registry import get_task
+from baselines.runner.registry import get_task
 
 
 def sample(code: str, split: str) -> list:

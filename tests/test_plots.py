@@ -8,7 +8,9 @@ import warnings
 import pytest
 from click.testing import CliRunner
 
-from baselines import api, plots
+from baselines import api
+
+from baselines.runner import plots
 from baselines.cli import main
 
 try:
@@ -100,7 +102,7 @@ def test_run_and_learning_curve_draw_their_figures(tmp_path):
 
 def test_a_learning_curve_file_is_drawn_again_and_a_wrong_file_is_refused(tmp_path):
     from conftest import REPO
-    from baselines.dataio import DataError
+    from baselines.data.fileio import DataError
     path = api.learning_curve_figure(REPO / "results" / "learning-curve" / "mrc-span-ranker.json", tmp_path)
     assert path.name == "mrc-span-ranker-learning-curve.png" and path.read_bytes().startswith(PNG_SIGNATURE)
     wrong = tmp_path / "wrong.json"

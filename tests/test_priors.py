@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines.priors import MIN_BATCH, adapt_to_priors
+from baselines.models.priors import MIN_BATCH, adapt_to_priors
 
 
 def test_em_recovers_shifted_priors_and_improves_accuracy():

@@ -7,7 +7,9 @@ import warnings
 import pytest
 from click.testing import CliRunner
 
-from baselines import api, progress
+from baselines import api
+
+from baselines.runtime import progress
 from baselines.cli import main
 from features import analysis
 

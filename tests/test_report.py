@@ -10,8 +10,8 @@ from sklearn.metrics import f1_score
 
 from baselines import api
 from baselines.cli import main
-from baselines.registry import TASK_CODES
-from baselines.report import Comparison, per_class
+from baselines.runner.registry import TASK_CODES
+from baselines.metrics.teaching import Comparison, per_class
 
 
 def test_per_class_matches_scikit_learn_and_leaves_out_the_outside_label():
@@ -94,7 +94,7 @@ def test_the_command_prints_tables_and_writes_json(tmp_path):
 def test_wos_slot_values_count_as_precision_and_recall():
     from collections import Counter, defaultdict
 
-    from baselines.report import precision_recall_rows
+    from baselines.metrics.teaching import precision_recall_rows
     from baselines.tasks.wos import count_slot_values
     counts = defaultdict(Counter)
     count_slot_values(counts, ["관광-이름-명동 쇼핑-거리", "관광-지역-서울 중앙"], ["관광-이름-명동 쇼핑-거리",
@@ -154,7 +154,7 @@ def test_a_second_report_does_not_overwrite_the_first_ones_figures(tmp_path):
 
 
 def test_terminal_tables_align_beside_hangul(tmp_path):
-    from baselines.cli import _display_width
+    from baselines.cli._console import _display_width
     dev = api.data_file("ynat", "dev")
     rows = api.predict("ynat", api.fit("ynat", api.data_file("ynat", "train"), "trivial"), dev)
     predictions = tmp_path / "p.jsonl"

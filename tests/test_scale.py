@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from baselines import driver, results, scale
-from baselines.registry import all_tasks, get_task
+from baselines.bench import scale
+
+from baselines.runner import driver, results
+from baselines.runner.registry import all_tasks, get_task
 from tests.conftest import shared_folder
 from tests.test_cli import invoke
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from baselines import scoring
+from baselines.metrics import scoring
 
 
 def _call(task: str, case: dict) -> dict:

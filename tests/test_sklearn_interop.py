@@ -14,8 +14,8 @@ from sklearn.base import BaseEstimator, clone, is_classifier, is_regressor
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, cross_val_score
 
-from baselines.datafiles import sample_dir
-from baselines.registry import all_tasks, get_task
+from baselines.data.sources import sample_dir
+from baselines.runner.registry import all_tasks, get_task
 
 MODELS = [(task.code, name) for task in all_tasks() for name in task.models]
 CLASSIFIERS = {("ynat", "tfidf-lr"), ("ynat", "trivial"), ("nli", "tfidf-lr"), ("nli", "trivial"),
@@ -226,8 +226,8 @@ def test_every_model_file_names_only_what_its_task_declares_and_loads_with_the_s
     """The skops allow-list (TaskSpec.saved_types) is exactly enough: every model, and the models that hold
     another task's, saves and loads back through it and predicts the sample's dev set as before."""
     pytest.importorskip("skops.io", reason="the secure extra (skops) is not installed")
-    from baselines import driver
-    from baselines.persistence import load_model, save_model
+    from baselines.runner import driver
+    from baselines.runner.persistence import load_model, save_model
     models = [(key, model) for key, model in fitted.items()]
     models += [((code, name + "+requirement"), model) for (code, name), model in with_requirements(fitted).items()]
     for (code, name), model in models:

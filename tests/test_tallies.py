@@ -6,9 +6,11 @@ import math
 import numpy as np
 import pytest
 
-from baselines import api, scoring, significance, tallies
-from baselines.registry import TASK_CODES, get_task
-from baselines.significance import draw_batches, resampling_units
+from baselines import api
+
+from baselines.metrics import scoring, significance, tallies
+from baselines.runner.registry import TASK_CODES, get_task
+from baselines.metrics.significance import draw_batches, resampling_units
 
 
 def noisy_predictions(task: str, records: list, seed: int) -> list[dict]:

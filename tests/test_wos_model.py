@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from baselines.driver import versions
+from baselines.runner.driver import versions
 from baselines.errors import ModelFileError
-from baselines.persistence import load_model, save_model
+from baselines.runner.persistence import load_model, save_model
 from baselines.tasks.wos import (CONTEXTS, DialogueStateTracker, ValueFinder, WosDialogue, WosTurn, gate_tokens,
                                  normalize_count, normalize_nights, normalize_time, referenced_value, slot_dict,
                                  stated_conditions, targets)

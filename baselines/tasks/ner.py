@@ -14,13 +14,15 @@ import sklearn_crfsuite
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from baselines import hf, scoring, tallies
-from baselines.dataio import DataError, looks_like_jsonl, read_tsv_blocks, require
-from baselines.estimators import NothingLearnt, TaskModel, plain_text, records_from
-from baselines.explain import strongest
-from baselines.params import (FOLDS_OR_OFF, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, SEED, HasMethods, Interval,
+from baselines.data import hf
+
+from baselines.metrics import scoring, tallies
+from baselines.data.fileio import DataError, looks_like_jsonl, read_tsv_blocks, require
+from baselines.models.estimators import NothingLearnt, TaskModel, plain_text, records_from
+from baselines.models.explain import strongest
+from baselines.models.params import (FOLDS_OR_OFF, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, SEED, HasMethods, Interval,
                               StrOptions)
-from baselines.report import Comparison
+from baselines.metrics.teaching import Comparison
 from baselines.taskspec import (ModelEntry, PredictionError, Requirement, TaskSpec, align_predictions, copy_marker,
                                 jsonl_records)
 from features.align import char_to_eojeol, char_to_morpheme
@@ -66,7 +68,7 @@ def load(path: Path) -> list[NerSentence]:
 
 def from_hf(rows: list[dict], path: Path) -> list[NerSentence]:
     """Rows of the Hugging Face klue 'ner' schema: 'tokens' (one character each, spaces included, as the
-    official rows) and 'ner_tags' (ClassLabel names or indices); guids by position (see baselines.hf)."""
+    official rows) and 'ner_tags' (ClassLabel names or indices); guids by position (see baselines.data.hf)."""
     schema = hf.SCHEMAS["ner"]
     records = []
     for number, (row, guid) in enumerate(zip(rows, hf.positional_guids(schema, len(rows))), start=1):
@@ -610,7 +612,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
     def __getstate__(self) -> dict:
         # The CRF travels as its weights, the bytes of crfsuite's model: sklearn_crfsuite's own state holds a
         # FileResource, which deletes the file it names when it is freed, and a model file must not be able
-        # to name one (baselines.persistence). Processes (joblib) and model files get the same bytes.
+        # to name one (baselines.runner.persistence). Processes (joblib) and model files get the same bytes.
         state = dict(super().__getstate__())  # object's own __getstate__ returns the live __dict__, not a copy
         if "crf_" in state:
             state["crf_model_"] = crf_model(state.pop("crf_"))

@@ -14,12 +14,13 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.model_selection import GroupKFold
 
-from baselines.linear import OrderedLogisticRegression
-from baselines import hf, scoring, tallies
-from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
-from baselines.estimators import FloorClassifier, TaskModel, TrainingDataError, plain_pair, records_from
-from baselines.explain import LinearExplanation
-from baselines.params import (FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, NON_NEGATIVE,
+from baselines.models.linear import OrderedLogisticRegression
+from baselines.data import hf
+from baselines.metrics import scoring, tallies
+from baselines.data.fileio import guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.models.estimators import FloorClassifier, TaskModel, TrainingDataError, plain_pair, records_from
+from baselines.models.explain import LinearExplanation
+from baselines.models.params import (FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, NON_NEGATIVE,
                               POSITIVE, SEED)
 from baselines.taskspec import (HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions,
                                 check_gold_labels, check_labels, compare_labels, jsonl_records, label_predictions)

@@ -12,14 +12,15 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_extraction import DictVectorizer
 
-from baselines.linear import OrderedLogisticRegression
-from baselines import hf, scoring, tallies
+from baselines.models.linear import OrderedLogisticRegression
+from baselines.data import hf
+from baselines.metrics import scoring, tallies
 from baselines.errors import InputWarning
-from baselines.dataio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
-from baselines.estimators import PLAIN_INPUT, FloorClassifier, TaskModel, plain_row, records_from
-from baselines.explain import LinearExplanation
-from baselines.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, POSITIVE, SEED, HasMethods, Interval
-from baselines.priors import adapt_to_priors
+from baselines.data.fileio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.models.estimators import PLAIN_INPUT, FloorClassifier, TaskModel, plain_row, records_from
+from baselines.models.explain import LinearExplanation
+from baselines.models.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, POSITIVE, SEED, HasMethods, Interval
+from baselines.models.priors import adapt_to_priors
 from baselines.taskspec import ModelEntry, PredictionError, Requirement, TaskSpec, align_predictions, check_labels, \
     compare_labels, is_finite_number, jsonl_records, label_predictions
 from features.align import morphemes_in_span
@@ -383,7 +384,7 @@ class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEsti
     min_count : int
         A feature must occur in this many training pairs.
     adapt_priors : bool
-        Adjust the posteriors to the label proportions a batch suggests (baselines.priors).
+        Adjust the posteriors to the label proportions a batch suggests (baselines.models.priors).
     between_characters, entity_surface, typed_words : bool
         Feature groups: character bigrams between the entities; the entities' first and last characters,
         length and bigrams; the sentence's nouns and verbs crossed with the type pair.
@@ -493,7 +494,7 @@ class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEsti
 
     def predict_proba(self, X: Sequence) -> np.ndarray:
         """Posteriors; with adapt_priors, adjusted to the label proportions that the batch itself suggests (see
-        baselines.priors).
+        baselines.models.priors).
 
         Parameters
         ----------

@@ -18,12 +18,13 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import KFold, cross_val_predict
 from sklearn.preprocessing import normalize
 
-from baselines import scoring, tallies
-from baselines.dataio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
-from baselines.estimators import TaskModel, plain_pair, records_from
-from baselines.params import FOLDS_OR_OFF, ITERATIONS, POSITIVE, SEED, Interval
-from baselines.report import Comparison
-from baselines.taskspec import HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_numbers, jsonl_records
+from baselines.metrics import scoring, tallies
+from baselines.data.fileio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.models.estimators import TaskModel, plain_pair, records_from
+from baselines.models.params import FOLDS_OR_OFF, ITERATIONS, POSITIVE, SEED, Interval
+from baselines.metrics.teaching import Comparison
+from baselines.taskspec import (HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions,
+                                check_numbers, jsonl_records)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.pairs import EMBEDDING_FEATURES, embedding_alignment, overlap_features

@@ -16,13 +16,13 @@ from sklearn.model_selection import GroupKFold
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from baselines.linear import OrderedLogisticRegression
-from baselines import scoring, tallies
-from baselines.dataio import DataError, guid_of, read_json, require, require_list
-from baselines.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_row, records_from
-from baselines.explain import linear_top_features
-from baselines.params import FOLDS, JOBS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
-from baselines.report import Comparison, precision_recall_rows
+from baselines.models.linear import OrderedLogisticRegression
+from baselines.metrics import scoring, tallies
+from baselines.data.fileio import DataError, guid_of, read_json, require, require_list
+from baselines.models.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, plain_row, records_from
+from baselines.models.explain import linear_top_features
+from baselines.models.params import FOLDS, JOBS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
+from baselines.metrics.teaching import Comparison, precision_recall_rows
 from baselines.taskspec import TFIDF_PARTS, ModelEntry, PredictionError, TaskSpec, align_predictions, copy_marker
 from features.analysis import analyze
 from features.normalize import nfc_fields

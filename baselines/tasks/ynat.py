@@ -10,12 +10,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.pipeline import FeatureUnion
 
-from baselines.linear import OrderedLogisticRegression
-from baselines import hf, scoring, tallies
-from baselines.dataio import guid_of, looks_like_jsonl, read_json, require, require_list
-from baselines.estimators import FloorClassifier, TaskModel, plain_text, records_from
-from baselines.explain import LinearExplanation
-from baselines.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, POSITIVE, SEED, StrOptions
+from baselines.models.linear import OrderedLogisticRegression
+from baselines.data import hf
+from baselines.metrics import scoring, tallies
+from baselines.data.fileio import guid_of, looks_like_jsonl, read_json, require, require_list
+from baselines.models.estimators import FloorClassifier, TaskModel, plain_text, records_from
+from baselines.models.explain import LinearExplanation
+from baselines.models.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, POSITIVE, SEED, StrOptions
 from baselines.taskspec import (TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
                                 compare_labels, jsonl_records, label_predictions)
 from features.analysis import analyze

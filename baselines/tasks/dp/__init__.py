@@ -6,9 +6,9 @@ from typing import Sequence
 import numpy as np
 from sklearn.feature_extraction import DictVectorizer
 
-from baselines import scoring, tallies
-from baselines.report import Comparison
-from baselines.linear import OrderedLogisticRegression
+from baselines.metrics import scoring, tallies
+from baselines.metrics.teaching import Comparison
+from baselines.models.linear import OrderedLogisticRegression
 from baselines.taskspec import ModelEntry, PredictionError, PredictionFiles, TaskSpec, align_predictions
 from baselines.tasks.dp.data import (LABELS, DpSentence, DpWord, as_records, distinct_copy, from_hf, load, load_input,
                                      load_tsv_or_conllu, plain_inputs, predictions_from_file, targets, tree_problem,

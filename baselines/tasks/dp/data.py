@@ -6,9 +6,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from baselines import hf, scoring
-from baselines.dataio import DataError, atomic_output, looks_like_jsonl, read_text, read_tsv_blocks, require
-from baselines.estimators import PLAIN_INPUT, plain_text, records_from
+from baselines.data import hf
+
+from baselines.metrics import scoring
+from baselines.data.fileio import DataError, atomic_output, looks_like_jsonl, read_text, read_tsv_blocks, require
+from baselines.models.estimators import PLAIN_INPUT, plain_text, records_from
 from baselines.taskspec import copy_marker, jsonl_records
 from features.analysis import analyze
 from features.morphemes import eojeol_spans
@@ -69,7 +71,7 @@ def load(path: Path) -> list[DpSentence]:
 
 def from_hf(rows: list[dict], path: Path) -> list[DpSentence]:
     """Rows of the Hugging Face klue 'dp' schema: one list per official column (index, word_form, lemma, pos,
-    head, deprel); guids by position (see baselines.hf)."""
+    head, deprel); guids by position (see baselines.data.hf)."""
     records = []
     for number, (row, guid) in enumerate(zip(rows, hf.positional_guids(hf.SCHEMAS["dp"], len(rows))), start=1):
         where = f"row {number}"

@@ -15,12 +15,12 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils.validation import check_is_fitted
 
-from baselines import scoring
+from baselines.metrics import scoring
 from baselines.errors import InputWarning, TrainingDataError
-from baselines.estimators import TaskModel
-from baselines.explain import linear_top_features
-from baselines.linear import OrderedLogisticRegression
-from baselines.params import ITERATIONS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
+from baselines.models.estimators import TaskModel
+from baselines.models.explain import linear_top_features
+from baselines.models.linear import OrderedLogisticRegression
+from baselines.models.params import ITERATIONS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.tasks.dp.data import DpSentence, as_records, in_nfc, with_kiwi_pos, with_trees
 from baselines.tasks.dp.features import (ARC_FEATURES_NAMED, ATTRIBUTES, ROOT, ArcFeaturizer, arc_feature_name,
                                          eojeol_attributes, grand_feature_name, grand_features, relation_features,

@@ -7,9 +7,9 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
-from baselines import scoring, tallies
-from baselines.linear import OrderedLogisticRegression
-from baselines.report import Comparison
+from baselines.metrics import scoring, tallies
+from baselines.models.linear import OrderedLogisticRegression
+from baselines.metrics.teaching import Comparison
 from baselines.taskspec import (TFIDF_PARTS, ModelEntry, PredictionError, PredictionFiles, Requirement, TaskSpec,
                                 align_predictions,
                                 check_numbers)

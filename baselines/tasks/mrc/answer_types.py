@@ -13,10 +13,10 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from baselines.explain import linear_top_features
-from baselines.linear import OrderedLogisticRegression
-from baselines.params import POSITIVE, check_hyper_parameters
-from baselines.scoring import iob2_entities
+from baselines.models.explain import linear_top_features
+from baselines.models.linear import OrderedLogisticRegression
+from baselines.models.params import POSITIVE, check_hyper_parameters
+from baselines.metrics.scoring import iob2_entities
 from baselines.tasks.mrc.candidates import FEATURE_INDEX, NEXT_KINDS, SPAN_KINDS, WH_WORDS, question_type
 from baselines.tasks.mrc.passages import sentence_ids
 from features.analysis import analyze

@@ -5,8 +5,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from baselines.dataio import DataError, looks_like_jsonl, read_json, require
-from baselines.estimators import PLAIN_INPUT, plain_row, records_from
+from baselines.data.fileio import DataError, looks_like_jsonl, read_json, require
+from baselines.models.estimators import PLAIN_INPUT, plain_row, records_from
 from baselines.taskspec import copy_marker, jsonl_records
 from features.normalize import nfc, nfc_text
 

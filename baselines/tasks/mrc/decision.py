@@ -12,9 +12,9 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
-from baselines.explain import class_rows, strongest
-from baselines.linear import OrderedLogisticRegression
-from baselines.params import FOLDS, check_hyper_parameters
+from baselines.models.explain import class_rows, strongest
+from baselines.models.linear import OrderedLogisticRegression
+from baselines.models.params import FOLDS, check_hyper_parameters
 from features.vectorize import Analyse, MorphemeNgrams
 
 # What became of a training question's best held-out span: the outcomes the decision learns.

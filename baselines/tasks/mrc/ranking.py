@@ -8,7 +8,7 @@ from scipy import optimize, sparse
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from baselines.params import ITERATIONS, NON_NEGATIVE, check_hyper_parameters
+from baselines.models.params import ITERATIONS, NON_NEGATIVE, check_hyper_parameters
 
 
 def grouped_softmax(scores: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

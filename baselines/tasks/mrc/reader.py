@@ -17,10 +17,10 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.sparsefuncs import inplace_column_scale
 from sklearn.utils.validation import check_is_fitted, check_memory
 
-from baselines import scoring
-from baselines.estimators import NothingLearnt, TaskModel
-from baselines.explain import strongest
-from baselines.params import (FOLDS, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, POSITIVE, SEED, HasMethods,
+from baselines.metrics import scoring
+from baselines.models.estimators import NothingLearnt, TaskModel
+from baselines.models.explain import strongest
+from baselines.models.params import (FOLDS, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, POSITIVE, SEED, HasMethods,
                               Interval)
 from baselines.tasks.mrc.answer_types import (ANSWER_TYPES, ENTITY_TYPES, SHAPE_COLUMNS, TYPED_FEATURE_NAMES,
                                               AnswerTypeModel, answer_type, over_answer_types, passage_entities,

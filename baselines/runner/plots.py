@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from baselines.dataio import atomic_output
+from baselines.data.fileio import atomic_output
 from baselines.errors import PlotsUnavailable
 
 EXTRA_HINT = 'figures need the plots extra: pip install "klue-baselines[plots]"'

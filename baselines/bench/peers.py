@@ -29,9 +29,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from kiwipiepy import Kiwi
 
-from baselines import driver, memory
-from baselines.parallel import answer_in_new_process, in_new_process
-from baselines.registry import get_task
+from baselines.runner import driver
+
+from baselines.runtime import memory
+from baselines.runtime.parallel import answer_in_new_process, in_new_process
+from baselines.runner.registry import get_task
 from baselines.taskspec import TaskSpec
 
 HOLD_OUT = 0.1
@@ -294,13 +296,13 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
     data = {"data_dir": str(data_dir) if data_dir else None, "train": str(train) if train else None,
             "dev": str(dev) if dev else None}
     log(f"{code}: {PEERS[code][0]} chooses its settings on the training file, in a new process")
-    selection = in_new_process("baselines.peers", {"code": code, "who": "select", "seed": seed, "data": data},
+    selection = in_new_process("baselines.bench.peers", {"code": code, "who": "select", "seed": seed, "data": data},
                                f"{code}: select failed")
     log(f"{code}: chosen {selection['chosen']} in {selection['seconds']:.1f} s")
     sides = {}
     for who in ("peer", "ours"):
         log(f"{code}: {PEERS[code][0] if who == 'peer' else 'ours'}, in a new process")
-        sides[who] = in_new_process("baselines.peers", {"code": code, "who": who, "seed": seed, "data": data,
+        sides[who] = in_new_process("baselines.bench.peers", {"code": code, "who": who, "seed": seed, "data": data,
                                                         "chosen": selection["chosen"]}, f"{code}: {who} failed")
         log(f"{code}: {sides[who]['name']}: {sides[who]['metrics']} in {sides[who]['total_seconds']:.1f} s, "
             f"peak {sides[who]['peak_rss_mb']} MiB")

@@ -13,8 +13,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from baselines.estimators import TrainingDataError
-from baselines.params import ITERATIONS, POSITIVE, StrOptions, check_hyper_parameters
+from baselines.models.estimators import TrainingDataError
+from baselines.models.params import ITERATIONS, POSITIVE, StrOptions, check_hyper_parameters
 
 # scikit-learn's lbfgs hands its vectors to SciPy's L-BFGS-B, whose dot products are BLAS calls: another
 # OpenBLAS kernel sums in another order, the path moves by the last bits at every step, and where the fit

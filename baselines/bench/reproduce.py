@@ -15,8 +15,8 @@ from typing import Callable, Sequence
 
 import click
 
-from baselines.dataio import DataError, absolute_path
-from baselines.results import describe_machine, load_task_results, task_file
+from baselines.data.fileio import DataError, absolute_path
+from baselines.runner.results import describe_machine, load_task_results, task_file
 from baselines.errors import RefusedCommandWarning
 
 PROGRAM = "klue-baselines"

@@ -26,8 +26,8 @@ from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from baselines.dataio import atomic_output, file_sha256
-from baselines.registry import get_task
+from baselines.data.fileio import atomic_output, file_sha256
+from baselines.runner.registry import get_task
 from baselines.errors import ModelFileError
 from features.gazetteer import EntityGazetteer
 

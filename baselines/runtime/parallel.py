@@ -18,7 +18,7 @@ from joblib import Parallel, delayed, parallel_config
 from joblib.externals import loky
 from joblib.parallel import BACKENDS
 
-from baselines import memory
+from baselines.runtime import memory
 from features import analysis
 from baselines.errors import BackendError, UsageError
 from features.cache import CACHE_VARIABLE

@@ -6,9 +6,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from baselines import datafiles, driver, memory, results
-from baselines.dataio import check_output_folder
-from baselines.registry import get_task
+from baselines.data import sources
+
+from baselines.runner import driver, results
+
+from baselines.runtime import memory
+from baselines.data.fileio import check_output_folder
+from baselines.runner.registry import get_task
 
 # Sizes of the one input, in characters of its longest text; DP's in eojeols, as it decodes them.
 CHARACTERS = (1_000, 10_000, 100_000)  # 100,000: the most one text may have (features.analysis)
@@ -77,7 +81,7 @@ def long_inputs_report(tasks: Sequence[str], results_dir: Path, command: str | N
                               "tasks": {}}
     for task in tasks:
         spec = get_task(task)
-        folder = datafiles.sample_dir() / spec.folder
+        folder = sources.sample_dir() / spec.folder
         train = spec.load(folder / spec.train_file)
         extras = {extra: folder / extra for extra in spec.extra_files}
         _name, model = driver.build_model(spec, None, 0, spec.load_resources(extras))

@@ -3,7 +3,7 @@
 Each resample draws the evaluation units with replacement (a record; for MRC, a whole passage with all its
 questions, through the task's `group`) and scores both systems on that same draw with the task's official
 scorer, so the interval accounts for the metric as KLUE defines it (macro averages, Pearson r, AUPRC...).
-Where the task has a tally (baselines.tallies), a batch of resamples is scored at once from per-record
+Where the task has a tally (baselines.metrics.tallies), a batch of resamples is scored at once from per-record
 sums, with the same values; other metrics (MRC's reader diagnostics) go through the scorer per resample.
 The difference is B - A. Its 95 % interval runs from the k-th smallest to the k-th largest resampled
 difference, k = ceil(0.025 B) of B resamples (the percentile interval). The p-value is two-sided and
@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 from joblib import Parallel, delayed
 
-from baselines.tallies import Tally
+from baselines.metrics.tallies import Tally
 from baselines.taskspec import TaskSpec, align_predictions
 
 # More resamples than this do not move a 95 % interval or a p-value at the digits reported, and a billion
@@ -149,7 +149,7 @@ def chosen_metrics(spec: TaskSpec, asked: Sequence[str] | None, observed: tuple[
 
 def tallies_for(spec: TaskSpec, records: Sequence, systems: tuple[list[dict], list[dict]], resources: dict,
                 metrics: Sequence[str]) -> tuple[Tally, Tally] | None:
-    """Both systems' tallies (baselines.tallies) when the task has them and they give every metric asked
+    """Both systems' tallies (baselines.metrics.tallies) when the task has them and they give every metric asked
     for; else None, and each resample is scored by the task's scorer."""
     if spec.tally is None:
         return None

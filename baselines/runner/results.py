@@ -15,10 +15,10 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
-from baselines import plots
-from baselines.dataio import DataError, atomic_output, read_json, write_json_atomic
-from baselines.provenance import code_version
-from baselines.registry import all_tasks
+from baselines.runner import plots
+from baselines.data.fileio import DataError, atomic_output, read_json, write_json_atomic
+from baselines.runtime.provenance import code_version
+from baselines.runner.registry import all_tasks
 from baselines.errors import SampleOverResults
 
 # Published KLUE scores (KLUE README, test set, neural models), printed beside ours as anchors.
@@ -232,7 +232,7 @@ def table_rows(runs_by_task: dict[str, dict]) -> list[list[str]]:
 
 
 def chart_rows(runs_by_task: dict[str, dict]) -> list[dict]:
-    """The results chart's rows (baselines.plots.results_chart): the scores of table_rows as numbers, None
+    """The results chart's rows (baselines.runner.plots.results_chart): the scores of table_rows as numbers, None
     where there is no run or the score is undefined; rows without our score are left out."""
     def score(run: dict | None, metric: str) -> float | None:
         value = (run or {}).get("metrics", {}).get(metric)
@@ -371,7 +371,7 @@ def peers_table(results_dir: Path) -> str | None:
         "our time / peer's | our memory / peer's | machine |", "|---|---|---|---|---|---|---|---|---|---|---|", *rows,
         "", "Scores are the task's headline metrics in order; seconds count loading, analysis, fit and predict (not "
         "scoring, nor the peer's choice of settings, which peers.json times apart). Settings and their choice: "
-        "`peers.json`, and the docstring of `baselines/peers.py`."])
+        "`peers.json`, and the docstring of `baselines/bench/peers.py`."])
 
 
 BUDGET_START, BUDGET_END = "<!-- budget:start -->", "<!-- budget:end -->"

@@ -19,9 +19,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from baselines import driver, hf, memory, results
-from baselines.parallel import answer_in_new_process, in_new_process
-from baselines.registry import get_task
+from baselines.data import hf
+
+from baselines.runner import driver, results
+
+from baselines.runtime import memory
+from baselines.runtime.parallel import answer_in_new_process, in_new_process
+from baselines.runner.registry import get_task
 from baselines.taskspec import TaskSpec
 from features import analysis
 
@@ -100,7 +104,7 @@ def bench_scale(code: str, sizes: Sequence[float] = SIZES, model_name: str | Non
     points = []
     for size in sorted(sizes):
         log(f"{code}: {size:g} x {official_train_size(code)} training records, in a new process")
-        point = in_new_process("baselines.scale", {"code": code, "size": size, "model_name": model_name,
+        point = in_new_process("baselines.bench.scale", {"code": code, "size": size, "model_name": model_name,
                                                    "seed": seed, "data": data},
                                f"{code} at {size:g} x the official size failed")
         points.append(point)

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from baselines.dataio import DataError, looks_like_jsonl, read_jsonl
+from baselines.data.fileio import DataError, looks_like_jsonl, read_jsonl
 from baselines.errors import InputWarning
-from baselines.scoring import NER_TAGS
+from baselines.metrics.scoring import NER_TAGS
 
 HF_EXTRA_HINT = 'reading parquet and save_to_disk files needs the hf extra: pip install "klue-baselines[hf]"'
 
@@ -404,5 +404,5 @@ def readable(code: str, official: Callable[[Path], list], from_rows: Callable[[l
         raise schema_error(schema, Path(path), rows[0] if rows else {}, "" if kind != "jsonl" else
                            "; JSON Lines are read as Hugging Face exports, and official files are one JSON document")
 
-    load.__doc__ = f"{official.__doc__ or ''} Also reads Hugging Face klue '{code}' exports (baselines.hf)."
+    load.__doc__ = f"{official.__doc__ or ''} Also reads Hugging Face klue '{code}' exports (baselines.data.hf)."
     return load

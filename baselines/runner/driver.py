@@ -10,12 +10,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from sklearn.frozen import FrozenEstimator
 
-from baselines import datafiles, hf, memory, parallel, progress, tuning
-from baselines.dataio import DataError, file_sha256
-from baselines.params import check_hyper_parameters
-from baselines.provenance import code_version, machine, versions
-from baselines.registry import did_you_mean, get_task
-from baselines.results import jsonable_scores
+from baselines.data import hf, sources
+
+from baselines.runner import tuning
+
+from baselines.runtime import memory, parallel, progress
+from baselines.data.fileio import DataError, file_sha256
+from baselines.models.params import check_hyper_parameters
+from baselines.runtime.provenance import code_version, machine, versions
+from baselines.runner.registry import did_you_mean, get_task
+from baselines.runner.results import jsonable_scores
 from baselines.taskspec import Requirement, TaskSpec, repeated
 from features import analysis
 from features.gazetteer import EntityGazetteer
@@ -36,14 +40,14 @@ def resolve_data(task: TaskSpec, data_dir: str | Path | None = None, train: str 
                  dev: str | Path | None = None) -> TaskData:
     """--train/--dev override; else --data-dir or $KLUE_DATA_DIR; else the download cache when it holds
     the task's dev file; else the shipped sample."""
-    configured = datafiles.configured_data_dir(data_dir)
+    configured = sources.configured_data_dir(data_dir)
     base, is_sample = configured, False
     if base is None:
-        cache = datafiles.user_cache_dir()
-        if datafiles.find_file(cache, task, task.dev_file):
+        cache = sources.user_cache_dir()
+        if sources.find_file(cache, task, task.dev_file):
             base = cache
         elif train is None and dev is None:
-            base, is_sample = datafiles.sample_dir(), True
+            base, is_sample = sources.sample_dir(), True
     if base is not None and not base.is_dir():
         raise UsageError(f"data directory {base} does not exist (run `klue-baselines download "
                          f"--data-dir {base}` first)")
@@ -56,7 +60,7 @@ def resolve_data(task: TaskSpec, data_dir: str | Path | None = None, train: str 
     for name in task.extra_files:
         candidates = [p.parent / name for p in (dev_path, train_path) if p is not None]
         if base is not None:
-            candidates.append(datafiles.find_file(base, task, name))
+            candidates.append(sources.find_file(base, task, name))
         found = next((c for c in candidates if c is not None and c.is_file()), None)
         if found is None and name in task.optional_extras:
             continue  # the task has a default (RE: the official relation list)
@@ -64,7 +68,7 @@ def resolve_data(task: TaskSpec, data_dir: str | Path | None = None, train: str 
             raise UsageError(f"{task.code} needs {name}: put it beside the data files or in the data directory")
         extras[name] = found
     # The shipped sample is never KLUE data, however it is passed (--train, --dev, a copy in --data-dir).
-    is_sample = is_sample or any(path is not None and datafiles.is_sample_file(path) for path in (train_path, dev_path))
+    is_sample = is_sample or any(path is not None and sources.is_sample_file(path) for path in (train_path, dev_path))
     return TaskData(train_path, dev_path, extras, "sample" if is_sample else str(base or "command line"),
                     is_sample)
 
@@ -72,7 +76,7 @@ def resolve_data(task: TaskSpec, data_dir: str | Path | None = None, train: str 
 @dataclass
 class Stopwatch:
     """Wall time per stage; Kiwi analysis time is split out of the stage that triggered it. With `log`, a
-    stage tells its elapsed time while it runs (baselines.progress.heartbeat), as `label`."""
+    stage tells its elapsed time while it runs (baselines.runtime.progress.heartbeat), as `label`."""
     stages: dict[str, float] = field(default_factory=dict)
     log: Callable[[str], None] = progress.quiet
 
@@ -97,7 +101,7 @@ def describe_file(path: Path, records: int | None = None) -> dict:
                                         if p.is_file()).encode()).hexdigest()
     else:
         sha256 = file_sha256(path)
-    official = datafiles.official_manifest().get(path.name.replace("-v1_", "-v1.1_"))
+    official = sources.official_manifest().get(path.name.replace("-v1_", "-v1.1_"))
     described = {"path": str(path), "name": path.name, "sha256": sha256,
                  "identical_to_official": None if official is None else official.sha256 == sha256}
     if records is not None:
@@ -242,7 +246,7 @@ def _split_file(base: Path | None, task: TaskSpec, split: str) -> Path | None:
     """The task's official train or dev file in base, else its Hugging Face export there (see hf.find_split)."""
     if base is None:
         return None
-    return datafiles.find_file(base, task, task.train_file if split == "train" else task.dev_file) or \
+    return sources.find_file(base, task, task.train_file if split == "train" else task.dev_file) or \
         hf.find_split(base, task.code, split)
 
 

@@ -9,9 +9,9 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import GroupKFold, KFold
 
-from baselines import parallel
-from baselines.parallel import Workers
-from baselines.registry import get_task
+from baselines.runtime import parallel
+from baselines.runtime.parallel import Workers
+from baselines.runner.registry import get_task
 from baselines.taskspec import TaskSpec
 
 

@@ -4,11 +4,11 @@ A resample is a vector of weights, how many times it draws each record. Most KLU
 records only through counts that add up over them (true positives per class, gold and predicted items,
 matched words, a question's exact match...). A `Tally` holds those counts per record; the counts of a batch
 of resamples are then one product, weights @ counts, and `finish` turns them into the metric, with the
-same quirks as baselines.scoring (which labels a macro average runs over, zero_division, NaN where a
+same quirks as baselines.metrics.scoring (which labels a macro average runs over, zero_division, NaN where a
 metric is undefined). RE's AUPRC is the one metric that is no sum: it is computed from the weights through
 cumulative sums over each relation's records sorted by score.
 
-Every function takes what the matching baselines.scoring function takes, grouped per record where a record
+Every function takes what the matching baselines.metrics.scoring function takes, grouped per record where a record
 holds several scored items (NER and DP sentences, WoS dialogues). Values are scaled by 100 as there, and a
 breakdown key that the scorer would leave out for a resample (a class absent from it) is NaN.
 """
@@ -19,7 +19,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from baselines import scoring
+from baselines.metrics import scoring
 
 
 @dataclass

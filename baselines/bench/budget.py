@@ -15,9 +15,11 @@ from typing import Callable, Sequence
 
 import click
 
-from baselines import driver, reproduce
-from baselines.parallel import answer_in_new_process, in_new_process
-from baselines.registry import get_task
+from baselines.bench import reproduce
+
+from baselines.runner import driver
+from baselines.runtime.parallel import answer_in_new_process, in_new_process
+from baselines.runner.registry import get_task
 from features.analysis import MorphemeAnalyzer
 
 SUITE_RATIO_BUDGET = 5.0  # the whole suite at most this many times raw Kiwi analysis of all its texts (#46)
@@ -58,7 +60,7 @@ def bench_budget(results_dir, task_codes: Sequence[str], run_command: click.Comm
             raise driver.UsageError(f"{row.task}: its row's command could not be rerun")
         paths = data_files(row.task, record)
         log(f"{row.task}: raw Kiwi on the texts of {', '.join(path.rsplit('/', 1)[-1] for path in paths)}")
-        kiwi = in_new_process("baselines.budget", {"code": row.task, "paths": paths},
+        kiwi = in_new_process("baselines.bench.budget", {"code": row.task, "paths": paths},
                               f"{row.task}: raw Kiwi analysis failed")
         seconds = round(sum(record["seconds"].values()), 3)
         tasks[row.task] = {"run": row.run, "command": record.get("command"), "seconds": seconds,

@@ -5,7 +5,7 @@ import functools
 from pathlib import Path
 from typing import Callable
 
-from baselines.dataio import DataError
+from baselines.data.fileio import DataError
 
 # Field names or header words that only one task's files (official, raw input or Hugging Face export) carry,
 # tried in this order: MRC and YNAT both have a "title", WoS turns and RE records both a "sentence".

@@ -6,8 +6,12 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from baselines import datafiles, driver, memory, results
-from baselines.dataio import check_output_folder
+from baselines.data import sources
+
+from baselines.runner import driver, results
+
+from baselines.runtime import memory
+from baselines.data.fileio import check_output_folder
 from baselines.taskspec import TaskSpec
 from features import analysis
 from features.analysis import MorphemeAnalyzer
@@ -93,7 +97,7 @@ def analysis_report(tasks: list[TaskSpec], data_dir: Path | None, limit: int | N
                     ) -> tuple[dict, Path]:
     """`bench analysis`: the texts of the tasks' files in data_dir (the first `limit`), benchmarked with as
     many Kiwi threads as the analyser is configured for, and written to results_dir/analysis.json."""
-    folder = datafiles.download_dir(data_dir)
+    folder = sources.download_dir(data_dir)
     texts, files = collect_texts(tasks, folder, log)
     if not texts:
         raise driver.UsageError(f"no KLUE text found under {folder}")

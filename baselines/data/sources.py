@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable
 
-from baselines.dataio import atomic_output, file_sha256
+from baselines.data.fileio import atomic_output, file_sha256
 from baselines.taskspec import TaskSpec
 from baselines.errors import DownloadError
 

@@ -8,8 +8,8 @@ from sklearn.base import clone
 from sklearn.dummy import DummyClassifier
 from sklearn.utils.validation import check_is_fitted
 
-from baselines.dataio import DataError
-from baselines.params import check_hyper_parameters
+from baselines.data.fileio import DataError
+from baselines.models.params import check_hyper_parameters
 from baselines.errors import TrainingDataError
 
 # Plain inputs have no file: errors in them name this instead, with the item's position.

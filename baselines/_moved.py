@@ -1,0 +1,50 @@
+"""The module names of version 0.1, before the modules moved into layer folders, kept for one release."""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
+
+# Old name (baselines.<key>) -> the module it is now.
+MOVED = {
+    "dataio": "baselines.data.fileio", "datafiles": "baselines.data.sources", "hf": "baselines.data.hf",
+    "formats": "baselines.data.formats",
+    "estimators": "baselines.models.estimators", "params": "baselines.models.params",
+    "linear": "baselines.models.linear", "explain": "baselines.models.explain", "priors": "baselines.models.priors",
+    "scoring": "baselines.metrics.scoring", "tallies": "baselines.metrics.tallies",
+    "significance": "baselines.metrics.significance", "report": "baselines.metrics.teaching",
+    "progress": "baselines.runtime.progress", "provenance": "baselines.runtime.provenance",
+    "memory": "baselines.runtime.memory", "parallel": "baselines.runtime.parallel",
+    "registry": "baselines.runner.registry", "driver": "baselines.runner.driver", "results": "baselines.runner.results",
+    "persistence": "baselines.runner.persistence", "tuning": "baselines.runner.tuning",
+    "plots": "baselines.runner.plots",
+    "scale": "baselines.bench.scale", "peers": "baselines.bench.peers", "determinism": "baselines.bench.determinism",
+    "budget": "baselines.bench.budget", "reproduce": "baselines.bench.reproduce",
+}
+
+
+class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports an old module name as the module it is now (the same object, so pickles and `isinstance` agree),
+    with a DeprecationWarning that names the new one."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.startswith("baselines.") and fullname[len("baselines."):] in MOVED:
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        return None  # a placeholder, replaced in sys.modules by the module itself in exec_module
+
+    def exec_module(self, module) -> None:
+        new = MOVED[module.__name__[len("baselines."):]]
+        warnings.warn(f"{module.__name__} is now {new}; the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        sys.modules[module.__name__] = importlib.import_module(new)
+
+
+def install() -> None:
+    """Let the old names import, once per process."""
+    if not any(isinstance(finder, MovedModules) for finder in sys.meta_path):
+        sys.meta_path.append(MovedModules())

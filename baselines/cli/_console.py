@@ -1,0 +1,95 @@
+"""How the command line speaks: one-line errors and warnings, progress on stderr, tables."""
+from __future__ import annotations
+
+import functools
+import json
+import shlex
+import sys
+import unicodedata
+from typing import Callable
+
+import click
+
+from baselines.errors import EXPLAINED_ERRORS
+from baselines.runner import results
+from baselines.runner.registry import get_task
+
+
+def friendly_errors(command: Callable) -> Callable:
+    """Known failures become one 'Error: ...' line and a non-zero exit, never a traceback."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except EXPLAINED_ERRORS as error:
+            raise click.ClickException(str(error)) from None
+        except SystemError as error:
+            # A C extension (Kiwi's analysis) that sees Ctrl-C returns with the KeyboardInterrupt pending,
+            # and Python reports a SystemError caused by it: that is the user's Ctrl-C, not a failure.
+            if isinstance(error.__cause__ or error.__context__, KeyboardInterrupt):
+                raise click.Abort() from None
+            raise
+    return wrapper
+
+
+class Console:
+    """Status lines and progress bars on stderr, silenced by --quiet."""
+
+    def __init__(self, quiet: bool):
+        self.quiet = quiet
+
+    def log(self, message: str) -> None:
+        if not self.quiet:
+            click.echo(message, err=True)
+
+    def progress(self, label: str, length: int):
+        return click.progressbar(length=length, label=label, file=sys.stderr,
+                                 show_pos=False, show_percent=True, hidden=self.quiet)
+
+
+def one_line_warnings(message, category, filename, lineno, file=None, line=None) -> None:
+    """Warnings reach a command-line user as one 'Warning: ...' line on stderr, without source lines."""
+    click.echo(f"Warning: {message}", err=True)
+
+
+def console(ctx: click.Context) -> Console:
+    return ctx.find_object(Console)
+
+
+def command_line() -> str:
+    return "klue-baselines " + shlex.join(sys.argv[1:])
+
+
+def _shown_input(plain) -> str:
+    """An input in one line of at most 100 characters: a title or sentence as it is, a pair joined by ' / ',
+    a raw row by its question or sentence (an MRC passage or a whole dialogue would not fit)."""
+    if isinstance(plain, (list, tuple)):
+        plain = " / ".join(map(str, plain))
+    elif isinstance(plain, dict):
+        plain = next((plain[key] for key in ("question", "sentence") if isinstance(plain.get(key), str)),
+                     None) or json.dumps(plain, ensure_ascii=False)
+    return str(plain)[:100]
+
+
+def _display_width(text: str) -> int:
+    """Columns a terminal gives `text`: Hangul and other wide characters take two."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def _print_table(header: list[str], rows: list[list[str]]) -> None:
+    """Left-aligned columns, two spaces apart, the header first; wide (Hangul) characters count double."""
+    widths = [max(_display_width(str(row[i])) for row in rows + [header]) for i in range(len(header))]
+    for row in [header] + rows:
+        click.echo("  ".join(str(cell) + " " * (width - _display_width(str(cell)))
+                             for cell, width in zip(row, widths)).rstrip())
+
+
+def _print_metrics(task: str, metrics: dict, as_json: bool, **more) -> None:
+    """The metrics as JSON (with `more` before them), or one line each, the task's headline first."""
+    if as_json:
+        click.echo(json.dumps({"task": task, **more, "metrics": metrics}, ensure_ascii=False, indent=2))
+        return
+    headline = get_task(task).headline
+    width = max(map(_display_width, metrics))
+    for key in [k for k in headline if k in metrics] + sorted(k for k in metrics if k not in headline):
+        click.echo(f"{key}{' ' * (width - _display_width(key))}  {results.format_score(metrics[key], 8)}")

@@ -1,0 +1,50 @@
+"""Commands for the data: `tasks` lists what is found where, `download` fetches the official files."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from baselines.data import sources
+from baselines.data.fileio import check_output_folder
+from baselines.runner import driver
+from baselines.runner.registry import TASK_CODES, all_tasks, get_task
+from baselines.cli._console import console, friendly_errors
+from baselines.cli._options import task_codes_argument
+from baselines.cli._app import main
+
+
+@main.command()
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+def tasks(data_dir: Path | None) -> None:
+    """List the tasks, their models and the files each needs (and which are found)."""
+    for task in all_tasks():
+        try:
+            data = driver.resolve_data(task, data_dir)
+        except driver.UsageError:
+            data = None
+        click.echo(f"{task.code:5} {task.title}")
+        click.echo(f"      models: {', '.join(task.models)} (default {task.default_model}); "
+                   f"metrics: {', '.join(task.headline)}")
+        for name in task.official_files():
+            found = None
+            if data is not None:
+                found = {task.train_file: data.train, task.dev_file: data.dev}.get(name) or data.extras.get(name)
+            click.echo(f"      {task.folder}/{name}: {found if found else 'not found'}")
+
+
+@main.command()
+@task_codes_argument
+@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Target folder (default: $KLUE_DATA_DIR, else the per-user cache).")
+@click.option("--mirror", default=None, help="Base URL of a copy with the official layout <folder>/<file>.")
+@click.pass_context
+@friendly_errors
+def download(ctx: click.Context, task_codes: tuple[str, ...], data_dir: Path | None, mirror: str | None) -> None:
+    """Fetch and verify the official KLUE v1.1 files (all tasks by default)."""
+    out = console(ctx)
+    target = sources.download_dir(data_dir)
+    check_output_folder(target)
+    chosen = [get_task(code) for code in (task_codes or TASK_CODES)]
+    written = sources.download(chosen, target, mirror=mirror, progress=out.progress, log=out.log)
+    click.echo(f"{len(written)} files ready in {target}")

@@ -1,0 +1,1 @@
+"""The official metrics, as scores and as per-record tallies, their significance, and the teaching report."""

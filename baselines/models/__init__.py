@@ -1,0 +1,1 @@
+"""What every model is built from: the TaskModel base, parameter constraints, the logistic regression, explanations."""

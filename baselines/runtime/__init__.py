@@ -1,0 +1,1 @@
+"""The process the work runs in: progress, peak memory, provenance of results, parallel workers."""
