@@ -32,20 +32,3 @@ def morphemes_in_span(analysis: Analysis, start: int, end: int) -> list[int]:
     """Indices of the morphemes that overlap the character span [start, end)."""
     return [i for i in range(len(analysis)) if _overlaps(analysis.starts[i], analysis.ends[i], start, end)]
 
-
-def eojeols_in_span(text: str, start: int, end: int) -> list[int]:
-    """Indices of the eojeols that overlap the character span [start, end)."""
-    return [i for i, (s, e) in enumerate(eojeol_spans(text)) if s < end and e > start]
-
-
-def covering_span(analysis: Analysis, indices: list[int]) -> tuple[int, int]:
-    """The character span from the first to the last of the given morphemes."""
-    if not indices:
-        raise ValueError("no morphemes given")
-    return min(analysis.starts[i] for i in indices), max(analysis.ends[i] for i in indices)
-
-
-def morpheme_boundaries(analysis: Analysis) -> set[int]:
-    """Character offsets where a morpheme starts or ends: where a span may begin or stop without cutting
-    a morpheme (used to strip particles from candidate answers and entities)."""
-    return set(analysis.starts) | set(analysis.ends)

@@ -14,7 +14,7 @@ from baselines.tasks.dp.features import (ROOT, grand_features, grand_triples, re
                                         sibling_triples)
 from baselines.tasks.dp.parser import _Perceptron, grand_rows, sibling_rows
 from baselines.tasks.dp.trees import (head_final_grand_sibling_tree, head_final_sibling_tree, max_spanning_tree,
-                                      projective_tree, tree_score)
+                                      projective_tree)
 from model_files import assert_persists_and_refused_without
 
 
@@ -34,6 +34,11 @@ def crosses(heads) -> bool:
     """Whether two arcs of the tree cross, by comparing every pair (the slow definition)."""
     spans = [(min(h, d), max(h, d)) for d, h in enumerate(heads) if d > 0]
     return any(a < c < b < e for a, b in spans for c, e in spans)
+
+
+def tree_score(scores: np.ndarray, heads: np.ndarray) -> float:
+    """The sum of the scores of a tree's arcs (heads[0] is the root's own, unused)."""
+    return float(scores[heads[1:], np.arange(1, len(heads))].sum())
 
 
 def brute_force_best(scores: np.ndarray, projective: bool = False) -> float:

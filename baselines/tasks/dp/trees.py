@@ -77,10 +77,6 @@ def max_spanning_tree(scores: np.ndarray, single_root: bool = True) -> np.ndarra
     return heads
 
 
-def tree_score(scores: np.ndarray, heads: np.ndarray) -> float:
-    return float(scores[heads[1:], np.arange(1, len(heads))].sum())
-
-
 def projective_tree(scores: np.ndarray) -> np.ndarray:
     """Heads (0 = root, entry 0 unused and set to 0) of the highest-scoring projective dependency tree with
     exactly one root child (Eisner's O(n^3) dynamic programme), for scores[h, d] as in max_spanning_tree.
