@@ -530,19 +530,7 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     task_resources = resources(task, data_dir, path)
     spec.check_resource_labels(records, task_resources, Path(path))
     name, estimator = driver.build_model(spec, model, seed, task_resources)
-    grid = {key: list(values) for key, values in grid.items()}
-    # Another task's training file (NER's re_train): each value, or null for none, becomes what it gives the
-    # model; the report shows the files.
-    shown_files: dict[str, dict[int, Any]] = {}
-    for requirement in spec.requires:
-        if requirement.file_param in grid:
-            driver.check_requirement_taken(name, estimator, requirement)
-            files = grid.pop(requirement.file_param)
-            values = [None if file is None else driver.requirement_value(requirement, file, seed, log)
-                      for file in files]
-            grid[requirement.model_param] = values
-            shown_files[requirement.model_param] = {id(value): (requirement.file_param, file)
-                                                    for value, file in zip(values, files)}
+    grid, shown_files = driver.grid_with_requirements(spec, name, estimator, grid, seed, log)
     driver.check_params(name, estimator, grid)
     for point in tuning.grid_points(grid):
         driver.check_values(name, clone(estimator).set_params(**point))

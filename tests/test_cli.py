@@ -212,6 +212,14 @@ def test_tune_writes_every_trial_with_all_metrics(tmp_path):
     assert report["command"].startswith("klue-baselines ")
 
 
+def test_tune_takes_another_tasks_training_file_and_none_as_values_of_one_parameter(tmp_path):
+    re_train = sample_file("re", "train")
+    invoke("tune", "ner", "--param", f"re_train={re_train},null", "--param", "max_iterations=5",
+           "--param", "neighbours=0", "--folds", "2", "--results-dir", str(tmp_path))
+    report = json.loads((tmp_path / "tuning" / "ner-crf.json").read_text(encoding="utf-8"))
+    assert sorted(str(trial["params"]["re_train"]) for trial in report["trials"]) == sorted([str(re_train), "None"])
+
+
 def test_training_subsets_keep_whole_passages_and_grow_by_inclusion():
     from baselines.runner.driver import UsageError, training_subset
 

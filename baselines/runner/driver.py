@@ -133,6 +133,24 @@ def build_model(task: TaskSpec, model_name: str | None, seed: int, resources: di
     return name, model
 
 
+def grid_with_requirements(task: TaskSpec, name: str, model: Any, grid: dict[str, Sequence], seed: int,
+                           log: Callable[[str], None] = progress.quiet) -> tuple[dict[str, list], dict[str, dict]]:
+    """A tuning grid whose keys that name another task's training file (NER's re_train) are replaced by what
+    each file gives the model (a gazetteer, a fitted model; None for none), as build_model does for one
+    value; and, for the report, {model parameter: {id(value): (file parameter, file)}}."""
+    grid = {key: list(values) for key, values in grid.items()}
+    shown_files: dict[str, dict[int, Any]] = {}
+    for requirement in task.requires:
+        if requirement.file_param in grid:
+            check_requirement_taken(name, model, requirement)
+            files = grid.pop(requirement.file_param)
+            values = [None if file is None else requirement_value(requirement, file, seed, log) for file in files]
+            grid[requirement.model_param] = values
+            shown_files[requirement.model_param] = {id(value): (requirement.file_param, file)
+                                                    for value, file in zip(values, files)}
+    return grid, shown_files
+
+
 def check_requirement_taken(name: str, model: Any, requirement: Requirement) -> None:
     """A UsageError unless the model has the parameter that another task's file (`requirement`) sets."""
     if requirement.model_param not in model.get_params():
