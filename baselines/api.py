@@ -41,7 +41,7 @@ from baselines.runner.persistence import save_model
 from baselines.runner.registry import TASK_CODES, all_tasks, get_task, task_code
 from baselines.taskspec import PredictionError, TaskSpec, align_predictions
 from features import analysis
-from baselines.errors import SampleDataWarning
+from baselines.errors import SampleDataWarning, setting
 
 PathLike = str | os.PathLike
 Log = Callable[[str], None]
@@ -188,9 +188,10 @@ def model_name(task: str, model: str | None = None, pos: str | None = None) -> s
     if pos is None:
         return model or spec.default_model
     if not spec.model_for_pos:
-        raise driver.UsageError(f"--pos applies to: {', '.join(t.code for t in all_tasks() if t.model_for_pos)}")
+        raise driver.UsageError(f"{setting('--pos', 'pos')} applies to: "
+                                f"{', '.join(t.code for t in all_tasks() if t.model_for_pos)}")
     if model is not None:
-        raise driver.UsageError("give --pos or --model, not both")
+        raise driver.UsageError(f"give {setting('--pos', 'pos')} or {setting('--model', 'model')}, not both")
     if pos not in spec.model_for_pos:
         raise driver.UsageError(f"pos must be one of {sorted(spec.model_for_pos)}, not {pos!r}")
     return spec.model_for_pos[pos]
@@ -233,7 +234,8 @@ def training_file(task: str, data_dir: PathLike | None = None, train: PathLike |
     """The task's training file: `train`, else the data directory's (see `locate`); a UsageError if none."""
     path = locate(task, data_dir, train=train, log=log).train
     if path is None:
-        raise driver.UsageError(f"no training file for {task}: give --train FILE or --data-dir")
+        raise driver.UsageError(f"no training file for {task}: give {setting('--train FILE', 'train=FILE')} or "
+                                f"{setting('--data-dir', 'data_dir')}")
     return path
 
 
@@ -259,8 +261,9 @@ def saved_or_fitted(task: str, model_file: PathLike | None = None, model: str | 
     a model name or `pos` with a saved model are a UsageError: a saved model has its own."""
     if model_file is not None:
         if params or model is not None or pos is not None:
-            raise driver.UsageError("--param, --pos and a model name set up a model to train: a saved --model FILE "
-                                    "has its own")
+            raise driver.UsageError(f"{setting('--param, --pos', 'hyper-parameters, pos')} and a model name set up "
+                                    f"a model to train: a saved model ({setting('--model FILE', 'model_file')}) has "
+                                    f"its own")
         return load_model(task, model_file, trust_pickle)[1]
     return fit(task, training_file(task, data_dir, train, log), model_name(task, model, pos), seed=seed,
                data_dir=data_dir, log=log, **params)
@@ -305,8 +308,9 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
     writers = spec.prediction_files.writers
     if output_format not in ("jsonl", "hf", *writers) or (output_format in writers and output is None):
         own = ", ".join(f"{name} ({t.code})" for t in all_tasks() for name in t.prediction_files.writers)
-        raise driver.UsageError(f"--format {output_format}: every task writes jsonl and hf; {own} need --output FILE "
-                                "and exist for those tasks only")
+        raise driver.UsageError(f"{setting('--format', 'output_format')} {output_format}: every task writes jsonl "
+                                f"and hf; {own} need {setting('--output FILE', 'output=FILE')} and exist for those "
+                                f"tasks only")
     if output is not None:
         check_output_file(Path(output), [Path(inputs), model_file, train])
     records = load(task, inputs)  # read before any training: a bad input fails at once
@@ -315,7 +319,7 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
         # Raw text has no POS of its own: the parser trained on Kiwi's tags reads it as it was trained.
         pos = "kiwi"
         log(f"{task}: the input has no POS tags, so Kiwi tags it: using {spec.model_for_pos[pos]}, the model trained "
-            f"on Kiwi's tags (--pos gold for the one trained on the data's own)")
+            f"on Kiwi's tags ({setting('--pos gold', 'pos=gold')} for the one trained on the data's own)")
     estimator = saved_or_fitted(task, model_file, model, data_dir=data_dir, train=train, seed=seed, pos=pos,
                                 trust_pickle=trust_pickle, log=log, **params)
     rows = driver.with_inputs(spec, records, spec.predict(estimator, records))
@@ -341,7 +345,8 @@ def check_explainable(task: str, model: Any, per_input: bool = False) -> None:
         raise driver.UsageError(problem)
     if per_input and not (hasattr(model, "feature_contributions") or hasattr(model, "character_contributions")):
         raise driver.UsageError(f"explaining single inputs needs a linear classifier (YNAT, NLI, RE) or NER's CRF; "
-                                f"a {type(model).__name__} shows only what it learnt (leave out --input)")
+                                f"a {type(model).__name__} shows only what it learnt (leave out "
+                                f"{setting('--input', 'inputs')})")
 
 
 @_named_task
@@ -434,9 +439,11 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
     codes = [task_code(task) for task in tasks] or list(TASK_CODES)
     _show_progress(log)
     if (train or dev) and len(codes) != 1:
-        raise driver.UsageError("--train and --dev name one task's files: give exactly one task")
+        raise driver.UsageError(f"{setting('--train and --dev', 'train and dev')} name one task's files: give "
+                                f"exactly one task")
     if params and len(codes) != 1:
-        raise driver.UsageError("--param sets one model's hyper-parameters: give exactly one task")
+        raise driver.UsageError(f"{setting('--param', 'params')} set one model's hyper-parameters: give exactly "
+                                f"one task")
     # Every task's data and every output folder is checked before the first model trains.
     task_data = {code: locate(code, data_dir, train, dev, log) for code in codes}
     names = {code: model_name(code, model, pos) for code in codes}
@@ -536,7 +543,7 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
         driver.check_values(name, clone(estimator).set_params(**point))
     problem = tuning.fold_count_problem(spec, records, folds)
     if problem:
-        raise driver.UsageError(f"--folds {folds}: {problem}")
+        raise driver.UsageError(f"{setting(f'--folds {folds}', f'folds={folds}')}: {problem}")
     report = tuning.grid_search(spec, estimator, records, task_resources, grid, spec.headline[0], folds, seed, log,
                                 workers)
     for trial in report["trials"]:
@@ -672,7 +679,7 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
         earlier = [path.name for path in report_figure_paths(plots_dir, task) if path.exists()]
         if earlier:  # checked before any work, and never overwritten: they may be another run's figures
             raise driver.UsageError(f"{plots_dir} already holds {', '.join(earlier)} from an earlier report: give "
-                                    f"another --plots folder, or remove them")
+                                    f"another {setting('--plots', 'plots')} folder, or remove them")
     records, rows, metrics = _scored(spec, gold, predictions, data_dir)
     aligned = align_predictions(records, rows)
     comparison = spec.compare(records, aligned)
@@ -818,7 +825,8 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
     codes = [task_code(task) for task in tasks] or list(TASK_CODES)
     _show_progress(log)
     if (train or dev or params) and len(codes) != 1:
-        raise driver.UsageError("--train, --dev and --param are one task's: give exactly one task")
+        raise driver.UsageError(f"{setting('--train, --dev and --param', 'train, dev and params')} are one "
+                                f"task's: give exactly one task")
     task_data = {code: locate(code, data_dir, train, dev, log) for code in codes}
     is_sample = any(data.is_sample for data in task_data.values())
     folder = results.destination(results_dir, is_sample)

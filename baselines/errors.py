@@ -9,7 +9,11 @@ The features layer sits below this module and cannot import it: its own three (`
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import threading
+from typing import Iterator
 
 from features.cache import CacheWarning
 from features.analysis import TextTooLong
@@ -21,12 +25,47 @@ __all__ = ["BaselinesError", "BaselinesWarning", "BackendError", "CacheWarning",
            "UnknownTask", "UsageError", "EXPLAINED_ERRORS"]
 
 
+# A message below the command line names a setting for two readers: a Python caller (the argument, `train=`)
+# and a command-line user (the flag, `--train`). It holds both, written with `setting`, and shows the one for
+# whoever reads it: the command line's while one of its commands runs (command_line_words), else Python's.
+_SETTING = re.compile("\x1f([^\x1e\x1f]*)\x1e([^\x1e\x1f]*)\x1f")
+_command_line = threading.local()
+
+
+def setting(flag: str, argument: str) -> str:
+    """A setting as a message names it: `flag` on the command line ('--train FILE'), `argument` in Python
+    ('train=FILE')."""
+    return f"\x1f{flag}\x1e{argument}\x1f"
+
+
+def in_words(text: str) -> str:
+    """`text` with each setting named for its reader (see setting)."""
+    return _SETTING.sub(lambda m: m.group(1) if getattr(_command_line, "active", False) else m.group(2), text)
+
+
+@contextlib.contextmanager
+def command_line_words() -> Iterator[None]:
+    """While a command runs, messages name the command line's flags."""
+    before = getattr(_command_line, "active", False)
+    _command_line.active = True
+    try:
+        yield
+    finally:
+        _command_line.active = before
+
+
 class BaselinesError(Exception):
     """A failure the toolkit explains in its message: the CLI shows it as one 'Error:' line."""
+
+    def __str__(self) -> str:
+        return in_words(super().__str__())
 
 
 class BaselinesWarning(UserWarning):
     """Something a user should know that does not stop the work."""
+
+    def __str__(self) -> str:
+        return in_words(super().__str__())
 
 
 class DataError(BaselinesError):

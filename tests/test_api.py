@@ -68,7 +68,7 @@ def test_train_saves_a_model_that_load_model_reads_back(tmp_path):
 
 def test_model_name_follows_pos_only_where_a_task_has_it():
     assert api.model_name("dp", pos="kiwi") == "mst-kiwi" and api.model_name("dp") == "mst"
-    with pytest.raises(UsageError, match="--pos applies to: dp"):
+    with pytest.raises(UsageError, match="pos applies to: dp"):
         api.model_name("ynat", pos="kiwi")
     with pytest.raises(UsageError, match="not both"):
         api.model_name("dp", "mst", pos="gold")
@@ -91,6 +91,6 @@ def test_predict_file_writes_what_it_returns(tmp_path):
     rows = api.predict_file("dp", api.data_file("dp", "dev"), tmp_path / "dp.jsonl", model="trivial")
     written = [json.loads(line) for line in (tmp_path / "dp.jsonl").read_text(encoding="utf-8").splitlines()]
     assert written == rows
-    with pytest.raises(UsageError, match="--format tsv"):
+    with pytest.raises(UsageError, match="output_format tsv"):
         api.predict_file("ynat", api.data_file("ynat", "dev"), tmp_path / "y.tsv", model="trivial",
                          output_format="tsv")

@@ -3,6 +3,7 @@ through parameters, and every error class is in the one catalogue."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -179,3 +180,39 @@ def test_the_command_line_runs_as_a_module_and_as_the_script():
     for command in ([sys.executable, "-m", "baselines.cli", "--help"], ["klue-baselines", "--help"]):
         result = subprocess.run(command, capture_output=True, text=True)
         assert result.returncode == 0 and "bench" in result.stdout and "reproduce" in result.stdout, result.stderr
+
+
+def _flag_texts(node: ast.AST) -> list[str]:
+    """The literal text of a message, without what errors.setting names for both readers."""
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "setting":
+        return []
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    return [text for child in ast.iter_child_nodes(node) for text in _flag_texts(child)]
+
+
+@pytest.mark.parametrize("module", sorted(name for name in MODULES if not name.startswith("baselines.cli")))
+def test_no_message_below_the_command_line_names_a_flag(module):
+    """Errors and warnings below the CLI name a setting with errors.setting, which shows a Python caller the
+    argument and a command-line user the flag; a literal '--flag' would be wrong for one of them."""
+    for node in ast.walk(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call):
+            continue
+        called = getattr(node.func, "attr", getattr(node.func, "id", ""))
+        if not (called.endswith(("Error", "Warning")) or called == "warn"):
+            continue
+        for text in (text for argument in node.args for text in _flag_texts(argument)):
+            flag = re.search(r"(?:^|[\s(])--[a-z]", text)
+            assert not flag or "klue-baselines " in text, f"{MODULES[module].relative_to(REPO)}:{node.lineno}: {text!r}"
+
+
+def test_a_message_names_the_argument_in_python_and_the_flag_on_the_command_line(tmp_path):
+    from click.testing import CliRunner
+
+    from baselines import api
+    from baselines.cli import main
+    from baselines.errors import UsageError
+    with pytest.raises(UsageError, match=r"^pos applies to: dp$"):
+        api.model_name("ynat", pos="gold")
+    result = CliRunner().invoke(main, ["-q", "run", "ynat", "--pos", "gold", "--results-dir", str(tmp_path)])
+    assert result.exit_code != 0 and "Error: --pos applies to: dp" in result.output, result.output

@@ -138,9 +138,9 @@ def test_jobs_above_the_cores_are_capped_with_a_warning(tmp_path):
                                        "--predictions", str(predictions), "--jobs", "1000"])
     assert result.exit_code == 0, result.output
     cores = loky.cpu_count()
-    assert f"Warning: --jobs 1000 is more than the {cores} cores this process may use: running {cores}" in (
+    assert f"Warning: 1000 jobs at once is more than the {cores} cores this process may use: running {cores}" in (
         result.output)
-    with pytest.warns(UserWarning, match="--jobs 1000 is more than"):
+    with pytest.warns(UserWarning, match="1000 jobs at once is more than"):
         assert Workers(1000, "loky").jobs == cores
     assert Workers(cores, "threading").jobs == cores
 

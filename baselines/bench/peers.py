@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from kiwipiepy import Kiwi
 
+from baselines import errors
 from baselines.runner import driver
 
 from baselines.runtime import memory
@@ -291,8 +292,9 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
     task = get_task(code)
     located = driver.resolve_data(task, data_dir, train, dev)
     if located.is_sample or located.train is None:
-        raise driver.UsageError("bench peers needs KLUE training and dev files: give --data-dir (and --train for "
-                                "a partial training file)")
+        raise driver.UsageError(f"bench peers needs KLUE training and dev files: give "
+                                f"{errors.setting('--data-dir', 'data_dir')} (and {errors.setting('--train', 'train')} "
+                                f"for a partial training file)")
     data = {"data_dir": str(data_dir) if data_dir else None, "train": str(train) if train else None,
             "dev": str(dev) if dev else None}
     log(f"{code}: {PEERS[code][0]} chooses its settings on the training file, in a new process")

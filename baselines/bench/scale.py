@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from baselines.errors import setting
 from baselines.data import hf
 
 from baselines.runner import driver, results
@@ -97,7 +98,8 @@ def bench_scale(code: str, sizes: Sequence[float] = SIZES, model_name: str | Non
     task = get_task(code)
     located = driver.resolve_data(task, data_dir, train, dev)  # checked here, before any process starts
     if located.is_sample:
-        raise driver.UsageError("the scale benchmark needs KLUE data: give --data-dir (the shipped sample is "
+        raise driver.UsageError(f"the scale benchmark needs KLUE data: give {setting('--data-dir', 'data_dir')} (the "
+                                f"shipped sample is "
                                 "a few dozen records)")
     data = {"data_dir": str(data_dir) if data_dir else None, "train": str(train) if train else None,
             "dev": str(dev) if dev else None}

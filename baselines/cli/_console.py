@@ -10,7 +10,7 @@ from typing import Callable
 
 import click
 
-from baselines.errors import EXPLAINED_ERRORS
+from baselines.errors import EXPLAINED_ERRORS, command_line_words, in_words
 from baselines.runner import results
 from baselines.runner.registry import get_task
 
@@ -20,9 +20,11 @@ def friendly_errors(command: Callable) -> Callable:
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
-            return command(*args, **kwargs)
+            with command_line_words():
+                return command(*args, **kwargs)
         except EXPLAINED_ERRORS as error:
-            raise click.ClickException(str(error)) from None
+            with command_line_words():
+                raise click.ClickException(str(error)) from None
         except SystemError as error:
             # A C extension (Kiwi's analysis) that sees Ctrl-C returns with the KeyboardInterrupt pending,
             # and Python reports a SystemError caused by it: that is the user's Ctrl-C, not a failure.
@@ -49,7 +51,8 @@ class Console:
 
 def one_line_warnings(message, category, filename, lineno, file=None, line=None) -> None:
     """Warnings reach a command-line user as one 'Warning: ...' line on stderr, without source lines."""
-    click.echo(f"Warning: {message}", err=True)
+    with command_line_words():
+        click.echo(f"Warning: {in_words(str(message))}", err=True)
 
 
 def console(ctx: click.Context) -> Console:

@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 
 from baselines.data.fileio import atomic_output, file_sha256
 from baselines.taskspec import TaskSpec
-from baselines.errors import DownloadError
+from baselines.errors import DownloadError, setting
 
 DATA_DIR_VARIABLE = "KLUE_DATA_DIR"
 
@@ -137,7 +137,7 @@ def download(tasks: Iterable[TaskSpec], data_dir: Path, mirror: str | None = Non
     file and why, after the other files were tried; no partial file is left behind.
     """
     if mirror is not None and urllib.parse.urlparse(mirror).scheme not in ("http", "https", "file"):
-        raise DownloadError(f"--mirror {mirror!r} is not an http://, https:// or file:// URL")
+        raise DownloadError(f"{setting('--mirror', 'mirror=')} {mirror!r} is not an http://, https:// or file:// URL")
     written, failures = [], []
     for task, official in files_for(tasks):
         target = data_dir / task.folder / official.name

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from baselines.data.fileio import DataError
 from baselines.models.params import check_hyper_parameters
-from baselines.errors import TrainingDataError
+from baselines.errors import TrainingDataError, setting
 
 # Plain inputs have no file: errors in them name this instead, with the item's position.
 PLAIN_INPUT = Path("<plain input>")
@@ -64,7 +64,7 @@ class TaskModel:
         if len(records) < self.min_df:
             raise TrainingDataError(f"min_df={self.min_df} keeps only the terms of at least {self.min_df} training "
                                     f"{unit}, and there are {len(records)}: give more, or a lower min_df "
-                                    f"(--param min_df=1)")
+                                    f"({setting('--param min_df=1', 'min_df=1')})")
 
     def _fitted_records(self, X: Sequence) -> list:
         """X as records, after checking that the model was fitted (NotFittedError otherwise)."""

@@ -23,7 +23,7 @@ from baselines.runner.results import jsonable_scores
 from baselines.taskspec import Requirement, TaskSpec, repeated
 from features import analysis
 from features.gazetteer import EntityGazetteer
-from baselines.errors import UsageError
+from baselines.errors import UsageError, setting
 
 
 @dataclass
@@ -49,8 +49,8 @@ def resolve_data(task: TaskSpec, data_dir: str | Path | None = None, train: str 
         elif train is None and dev is None:
             base, is_sample = sources.sample_dir(), True
     if base is not None and not base.is_dir():
-        raise UsageError(f"data directory {base} does not exist (run `klue-baselines download "
-                         f"--data-dir {base}` first)")
+        raise UsageError(f"data directory {base} does not exist (run `klue-baselines download --data-dir {base}` "
+                         f"first)")
     train_path = Path(train) if train else (_split_file(base, task, "train") if task.train_file else None)
     dev_path = Path(dev) if dev else _split_file(base, task, "dev")
     for path in (train_path, dev_path):
@@ -298,7 +298,7 @@ def cross_fit_folds(task: TaskSpec, records: Sequence, cv: int, seed: int) -> li
     """Index arrays of the evaluation folds: grouped when the task has groups (MRC passages)."""
     problem = tuning.fold_count_problem(task, records, cv, "the evaluation data")
     if problem:
-        raise UsageError(f"--cv {cv}: {problem}")
+        raise UsageError(f"{setting(f'--cv {cv}', f'cv={cv}')}: {problem}")
     return [test for _train, test in tuning.fold_splits(task, records, cv, seed)]
 
 
@@ -332,16 +332,17 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     watch = Stopwatch(log=log)
     memory.reset_peak()  # this task's own peak, not that of a task run before it in this process
     if data.dev is None:
-        raise UsageError(f"no evaluation file for {task.code}: give --dev FILE or a --data-dir holding "
-                         f"{task.dev_file}")
+        raise UsageError(f"no evaluation file for {task.code}: give {setting('--dev FILE', 'dev=FILE')} or a "
+                         f"{setting('--data-dir', 'data_dir')} holding {task.dev_file}")
     if fitted is not None:
         if cv or params or train_fraction != 1:
-            raise UsageError("--cv, --param and training fractions set up a model to train: a saved or fitted "
-                             "model has its own, and is scored as it is")
+            raise UsageError(f"{setting('--cv, --param', 'cv, params')} and training fractions set up a model to "
+                             f"train: a saved or fitted model has its own, and is scored as it is")
         data = TaskData(None, data.dev, data.extras, data.source, data.is_sample)
     elif data.train is None and not cv:
-        raise UsageError(f"no training file for {task.code} ({task.train_file}): give --train FILE, or "
-                         f"--cv K to cross-fit over the evaluation file")
+        raise UsageError(f"no training file for {task.code} ({task.train_file}): give "
+                         f"{setting('--train FILE', 'train=FILE')}, or {setting('--cv K', 'cv=K')} to cross-fit over "
+                         f"the evaluation file")
     resources = watch.measure("load", lambda: task.load_resources(data.extras))
     log(f"{task.code}: loading {data.dev.name}" + (f" and {data.train.name}" if data.train else ""))
     dev_records = watch.measure("load", lambda: task.load(data.dev))

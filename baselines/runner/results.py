@@ -19,7 +19,7 @@ from baselines.runner import plots
 from baselines.data.fileio import DataError, atomic_output, read_json, write_json_atomic
 from baselines.runtime.provenance import code_version
 from baselines.runner.registry import all_tasks
-from baselines.errors import SampleOverResults
+from baselines.errors import SampleOverResults, setting
 
 # Published KLUE scores (KLUE README, test set, neural models), printed beside ours as anchors.
 ANCHORS = {
@@ -109,7 +109,8 @@ def check_sample_can_be_recorded(results_dir: Path, task: str) -> None:
     join or replace."""
     if any(not run.get("sample") for run in load_task_results(results_dir, task)["runs"].values()):
         raise SampleOverResults(f"{task_file(results_dir, task)} holds runs on KLUE data; scores on the shipped "
-                                "sample are not recorded beside them (give another --results-dir)")
+                                f"sample are not recorded beside them (give another "
+                                f"{setting('--results-dir', 'results_dir')})")
 
 
 def destination(results_dir: str | Path | None, is_sample: bool) -> Path | None:

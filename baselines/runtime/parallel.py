@@ -51,7 +51,8 @@ def local_jobs(jobs: int) -> int:
     a warning when it is more: processes beyond the cores only share them, each with its own memory."""
     cores = loky.cpu_count()
     if jobs > cores:
-        warnings.warn(f"--jobs {jobs} is more than the {cores} cores this process may use: running {cores} at once")
+        warnings.warn(f"{jobs} jobs at once is more than the {cores} cores this process may use: running {cores} "
+                      f"at once")
         return cores
     return jobs
 
