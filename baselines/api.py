@@ -215,28 +215,43 @@ def fit(task: str, train: PathLike | Sequence, model: str | None = None, *, seed
     spec = get_task(task)
     if _is_path(train):
         X, y = load_xy(task, train)
-        where = f" from {train}"
-    else:
-        X, where = list(train), ""
-        driver.check_labelled(spec, X, Path("<records>"))
-        y = spec.targets(X)
-    needed = resources(task, data_dir, train if _is_path(train) else None)
-    spec.check_resource_labels(X, needed, Path(train) if _is_path(train) else Path("<records>"))
+        return _fitted(spec, X, y, resources(task, data_dir, train), Path(train), model, seed, log, params)
+    X = list(train)
+    driver.check_labelled(spec, X, Path("<records>"))
+    return _fitted(spec, X, spec.targets(X), resources(task, data_dir), None, model, seed, log, params)
+
+
+def _fitted(spec: TaskSpec, X: list, y: list, needed: dict, path: Path | None, model: str | None, seed: int,
+            log: Log, params: dict) -> Any:
+    """`model` built with its resources and `params`, fitted on X, y (read from `path`, if from a file)."""
+    spec.check_resource_labels(X, needed, path or Path("<records>"))
     _name, estimator = driver.build_model(spec, model, seed, needed, params)
-    log(f"{task}: fitting {model or spec.default_model} on {len(X)} records{where}")
-    with progress.heartbeat(f"{task}: fitting {model or spec.default_model}", log):
+    log(f"{spec.code}: fitting {model or spec.default_model} on {len(X)} records" + (f" from {path}" if path else ""))
+    with progress.heartbeat(f"{spec.code}: fitting {model or spec.default_model}", log):
         return estimator.fit(X, y)
+
+
+def _fitted_on_training_file(spec: TaskSpec, data: driver.TaskData, model: str | None, seed: int, log: Log,
+                             params: dict) -> Any:
+    """`model` fitted on the located data's training file, with the resources found beside it: the data is
+    located once, by the caller."""
+    path = _training_path(spec.code, data)
+    X, y = load_xy(spec.code, path)
+    return _fitted(spec, X, y, spec.load_resources(data.extras), path, model, seed, log, params)
+
+
+def _training_path(task: str, data: driver.TaskData) -> Path:
+    if data.train is None:
+        raise driver.UsageError(f"no training file for {task}: give {setting('--train FILE', 'train=FILE')} or "
+                                f"{setting('--data-dir', 'data_dir')}")
+    return data.train
 
 
 @_named_task
 def training_file(task: str, data_dir: PathLike | None = None, train: PathLike | None = None,
                   log: Log = progress.say) -> Path:
     """The task's training file: `train`, else the data directory's (see `locate`); a UsageError if none."""
-    path = locate(task, data_dir, train=train, log=log).train
-    if path is None:
-        raise driver.UsageError(f"no training file for {task}: give {setting('--train FILE', 'train=FILE')} or "
-                                f"{setting('--data-dir', 'data_dir')}")
-    return path
+    return _training_path(task, locate(task, data_dir, train=train, log=log))
 
 
 @_named_task
@@ -245,9 +260,10 @@ def train(task: str, out: PathLike, model: str | None = None, *, data_dir: PathL
     """Fit a model on the task's training file (`train`, else the data directory's) and save it to `out`:
     a metadata header, then the model (skops with the `secure` extra, else a joblib pickle). Returns `out`."""
     out = Path(out)
-    path = training_file(task, data_dir, train, log)
+    data = locate(task, data_dir, train=train, log=log)
+    path = _training_path(task, data)
     check_output_file(out, [path])
-    estimator = fit(task, path, model, seed=seed, data_dir=data_dir, log=log, **params)
+    estimator = _fitted_on_training_file(get_task(task), data, model, seed, log, params)
     save_model(out, estimator, task, model or get_task(task).default_model, [path], driver.versions())
     return out
 
@@ -265,8 +281,8 @@ def saved_or_fitted(task: str, model_file: PathLike | None = None, model: str | 
                                     f"a model to train: a saved model ({setting('--model FILE', 'model_file')}) has "
                                     f"its own")
         return load_model(task, model_file, trust_pickle)[1]
-    return fit(task, training_file(task, data_dir, train, log), model_name(task, model, pos), seed=seed,
-               data_dir=data_dir, log=log, **params)
+    return _fitted_on_training_file(get_task(task), locate(task, data_dir, train=train, log=log),
+                                    model_name(task, model, pos), seed, log, params)
 
 
 @_named_task
