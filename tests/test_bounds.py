@@ -314,3 +314,17 @@ def test_the_long_input_bench_grows_each_tasks_input_to_the_size_asked(task):
     model = api.fit(task, sample_file(task, "train"), "trivial", **QUIET)
     points = long_inputs.measure(task, model, plain, (200, 400), lambda message: None)
     assert [point["size"] for point in points] == [200, 400] and all(point["seconds"] >= 0 for point in points)
+
+
+def test_a_models_own_process_count_is_bounded_by_the_cores():
+    """NLI's n_jobs (its four regressions) and WoS's (its gates) reach joblib: more than the cores is the
+    cores, with a warning, and the predictions are those of the default."""
+    cores = joblib.cpu_count()
+    spec = get_task("nli")
+    records = spec.load(sample_file("nli", "train"))
+    many = spec.models["tfidf-lr"].build().set_params(n_jobs=64)
+    with pytest.warns(UserWarning, match=f"64 jobs at once is more than the {cores} cores"):
+        many.fit(records, spec.targets(records))
+    default = spec.models["tfidf-lr"].build().fit(records, spec.targets(records))
+    dev = spec.load(sample_file("nli"))
+    np.testing.assert_array_equal(many.predict_proba(dev), default.predict_proba(dev))

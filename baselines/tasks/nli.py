@@ -22,6 +22,7 @@ from baselines.models.estimators import FloorClassifier, TaskModel, TrainingData
 from baselines.models.explain import LinearExplanation
 from baselines.models.params import (FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, NON_NEGATIVE,
                               POSITIVE, SEED)
+from baselines.runtime.parallel import local_jobs
 from baselines.taskspec import (HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions,
                                 check_gold_labels, check_labels, compare_labels, jsonl_records, label_predictions)
 from features.analysis import analyze
@@ -301,9 +302,10 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
                       if self.stack_folds >= 2 else [])
         # The full fit and the fold fits are independent: processes, since L-BFGS's loop holds the GIL (measured
         # on the 24,998 training pairs: 93 s for the four one after another or in threads, 50 s in 2 processes).
-        fitted = Parallel(n_jobs=self.n_jobs)(delayed(self._regression().fit)(matrix, labels)
-                                              for matrix, labels in [(features, gold)]
-                                              + [(features[train], gold[train]) for train, _ in splits])
+        processes = local_jobs(self.n_jobs) if self.n_jobs else None  # never more than the cores
+        fitted = Parallel(n_jobs=processes)(delayed(self._regression().fit)(matrix, labels)
+                                            for matrix, labels in [(features, gold)]
+                                            + [(features[train], gold[train]) for train, _ in splits])
         self.classifier_ = fitted[0]
         self.classes_ = self.classifier_.classes_
         self.stacker_ = None

@@ -23,6 +23,7 @@ from baselines.models.estimators import PLAIN_INPUT, NothingLearnt, TaskModel, p
 from baselines.models.explain import linear_top_features
 from baselines.models.params import FOLDS, JOBS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.metrics.teaching import Comparison, precision_recall_rows
+from baselines.runtime.parallel import local_jobs
 from baselines.taskspec import TFIDF_PARTS, ModelEntry, PredictionError, TaskSpec, align_predictions, copy_marker
 from features.analysis import analyze
 from features.normalize import nfc_fields
@@ -540,7 +541,7 @@ class DialogueStateTracker(TaskModel, BaseEstimator):
         # thread's BLAS runs on one core: a BLAS pool per thread on top of the fits' own threads spins for
         # cores that are taken (the 700-dialogue cross-fit took 89 s that way and 30 s this way).
         with threadpool_limits(limits=1, user_api="blas"):
-            fitted = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+            fitted = Parallel(n_jobs=local_jobs(self.n_jobs), prefer="threads")(
                 delayed(OrderedLogisticRegression(C=self.C, max_iter=1000).fit)(
                     features, labels[slot]) for slot in trained)
         gates.update(zip(trained, fitted))
