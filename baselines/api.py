@@ -23,6 +23,8 @@ from typing import Any, Callable, Sequence
 
 from sklearn.base import clone
 
+from baselines.data.locate import TaskData
+from baselines.data.locate import locate as find_data
 from baselines.data import hf
 
 from baselines.metrics import significance
@@ -112,11 +114,11 @@ def _split(name: str) -> str:
 
 @_named_task
 def locate(task: str, data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
-           log: Log = progress.say) -> driver.TaskData:
+           log: Log = progress.say) -> TaskData:
     """The files a task uses: `train`/`dev` where given, else those of data_dir, $KLUE_DATA_DIR, the download
     cache, or the shipped sample (which `log` is told about: its scores are not KLUE results)."""
     spec = get_task(task)
-    data = driver.resolve_data(spec, Path(data_dir).expanduser() if data_dir else None, train, dev)
+    data = find_data(spec, Path(data_dir).expanduser() if data_dir else None, train, dev)
     if data.is_sample:
         message = (f"{task}: no data directory configured: using the small sample shipped with the package. These "
                    "are SAMPLE scores, not KLUE results.")
@@ -231,7 +233,7 @@ def _fitted(spec: TaskSpec, X: list, y: list, needed: dict, path: Path | None, m
         return estimator.fit(X, y)
 
 
-def _fitted_on_training_file(spec: TaskSpec, data: driver.TaskData, model: str | None, seed: int, log: Log,
+def _fitted_on_training_file(spec: TaskSpec, data: TaskData, model: str | None, seed: int, log: Log,
                              params: dict) -> Any:
     """`model` fitted on the located data's training file, with the resources found beside it: the data is
     located once, by the caller."""
@@ -240,7 +242,7 @@ def _fitted_on_training_file(spec: TaskSpec, data: driver.TaskData, model: str |
     return _fitted(spec, X, y, spec.load_resources(data.extras), path, model, seed, log, params)
 
 
-def _training_path(task: str, data: driver.TaskData) -> Path:
+def _training_path(task: str, data: TaskData) -> Path:
     if data.train is None:
         raise driver.UsageError(f"no training file for {task}: give {setting('--train FILE', 'train=FILE')} or "
                                 f"{setting('--data-dir', 'data_dir')}")
@@ -634,7 +636,7 @@ def _gold(spec: TaskSpec, gold: PathLike | Sequence, data_dir: PathLike | None) 
     gold_path = Path(gold) if _is_path(gold) else None
     records = spec.load(gold_path) if gold_path else list(gold)
     driver.check_gold(spec, records, gold_path or Path("<records>"))
-    return records, spec.load_resources(driver.resolve_data(spec, data_dir, dev=gold_path).extras)
+    return records, spec.load_resources(find_data(spec, data_dir, dev=gold_path).extras)
 
 
 def _checked(spec: TaskSpec, records: list, resources: dict, predictions: PathLike | Sequence[dict] | dict

@@ -98,10 +98,9 @@ def test_predict_file_writes_what_it_returns(tmp_path):
 
 def test_training_and_fitting_locate_the_data_once(tmp_path, monkeypatch):
     """api.train found the training file, then fit looked for its resources again: one lookup now."""
-    from baselines.runner import driver
     calls = []
-    resolve = driver.resolve_data
-    monkeypatch.setattr(driver, "resolve_data", lambda *args, **kwargs: calls.append(args) or resolve(*args, **kwargs))
+    find = api.find_data
+    monkeypatch.setattr(api, "find_data", lambda *args, **kwargs: calls.append(args) or find(*args, **kwargs))
     api.train("re", tmp_path / "re.model", "trivial", log=lambda message: None)
     assert len(calls) == 1
     calls.clear()

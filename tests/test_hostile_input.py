@@ -1064,11 +1064,13 @@ def test_determinism_compares_predictions_not_only_scores():
 def test_the_package_imports_and_runs_without_the_resource_module(tmp_path):
     # Windows has neither the resource module nor /proc.
     script = ("import sys, pathlib; sys.modules['resource'] = None\n"
-              "from baselines import driver, memory\n"
+              "from baselines.runner import driver\n"
+              "from baselines.runtime import memory\n"
               "memory._STATUS = memory._CLEAR_REFS = pathlib.Path('/nonexistent/proc')\n"
+              "from baselines.data.locate import locate\n"
               "from baselines.runner.registry import get_task\n"
               "spec = get_task('ynat')\n"
-              "data = driver.resolve_data(spec)\n"
+              "data = locate(spec)\n"
               "record, _ = driver.evaluate_task(spec, data, model_name='trivial')\n"
               "print(record['peak_rss_mb'], record['headline']['macro_f1'] > 0)\n")
     finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)

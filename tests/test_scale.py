@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from baselines.data.locate import locate
 from baselines.bench import scale
 
 from baselines.runner import driver, results
@@ -16,7 +17,7 @@ from tests.test_cli import invoke
 
 def sample_records(code: str) -> list:
     spec = get_task(code)
-    return spec.load(driver.resolve_data(spec).dev)
+    return spec.load(locate(spec).dev)
 
 
 @pytest.mark.parametrize("code", [spec.code for spec in all_tasks() if spec.distinct_copy is not None])

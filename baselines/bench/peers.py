@@ -30,6 +30,7 @@ import numpy as np
 from kiwipiepy import Kiwi
 
 from baselines import errors
+from baselines.data.locate import locate
 from baselines.runner import driver
 
 from baselines.runtime import memory
@@ -259,7 +260,7 @@ def measure(code: str, who: str, seed: int, data: dict, chosen: dict | None = No
     on the training file ('select'); the peer with them ('peer'); or ours, the task's default model as `run`
     trains and scores it ('ours'). For the last two, the headline scores, seconds and peak memory."""
     task = get_task(code)
-    located = driver.resolve_data(task, data.get("data_dir"), data.get("train"), data.get("dev"))
+    located = locate(task, data.get("data_dir"), data.get("train"), data.get("dev"))
     if who == "ours":
         record, _predictions = driver.evaluate_task(task, located, seed=seed, log=log)
         # Scoring is left out of both sides' totals: the peer's predictions are scored by this toolkit too.
@@ -290,7 +291,7 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
     if code not in PEERS:
         raise driver.UsageError(f"bench peers knows peers for {', '.join(PEERS)}, not {code}")
     task = get_task(code)
-    located = driver.resolve_data(task, data_dir, train, dev)
+    located = locate(task, data_dir, train, dev)
     if located.is_sample or located.train is None:
         raise driver.UsageError(f"bench peers needs KLUE training and dev files: give "
                                 f"{errors.setting('--data-dir', 'data_dir')} (and {errors.setting('--train', 'train')} "

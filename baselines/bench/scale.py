@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from baselines.data.locate import locate
 from baselines.errors import setting
 from baselines.data import hf
 
@@ -61,7 +62,7 @@ def measure_point(code: str, size: float, model_name: str | None, seed: int, dat
     set, fit, predict the dev file; seconds of each, Kiwi's share of them, and this process's peak memory."""
     task = get_task(code)
     start = time.perf_counter()
-    located = driver.resolve_data(task, data.get("data_dir"), data.get("train"), data.get("dev"))
+    located = locate(task, data.get("data_dir"), data.get("train"), data.get("dev"))
     resources = task.load_resources(located.extras)
     dev = task.load(located.dev)
     pool = task.load(located.train) if located.train else dev
@@ -96,7 +97,7 @@ def bench_scale(code: str, sizes: Sequence[float] = SIZES, model_name: str | Non
     """measure_point for each size, each in a new Python process with its own empty analysis cache, and the
     report that results/scale/<task>.json keeps."""
     task = get_task(code)
-    located = driver.resolve_data(task, data_dir, train, dev)  # checked here, before any process starts
+    located = locate(task, data_dir, train, dev)  # checked here, before any process starts
     if located.is_sample:
         raise driver.UsageError(f"the scale benchmark needs KLUE data: give {setting('--data-dir', 'data_dir')} (the "
                                 f"shipped sample is "

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import click
 
+from baselines.data.locate import locate
 from baselines.data import sources
 from baselines.data.fileio import check_output_folder
 from baselines.runner import driver
@@ -20,7 +21,7 @@ def tasks(data_dir: Path | None) -> None:
     """List the tasks, their models and the files each needs (and which are found)."""
     for task in all_tasks():
         try:
-            data = driver.resolve_data(task, data_dir)
+            data = locate(task, data_dir)
         except driver.UsageError:
             data = None
         click.echo(f"{task.code:5} {task.title}")

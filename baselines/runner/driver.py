@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -11,6 +12,8 @@ import numpy as np
 from sklearn.frozen import FrozenEstimator
 
 from baselines.data import hf, sources
+from baselines.data.locate import TaskData
+from baselines.data.locate import locate as locate_data
 
 from baselines.runner import tuning
 
@@ -24,53 +27,6 @@ from baselines.taskspec import Requirement, TaskSpec, repeated
 from features import analysis
 from features.gazetteer import EntityGazetteer
 from baselines.errors import UsageError, setting
-
-
-@dataclass
-class TaskData:
-    """The files a run uses for one task, and where they came from."""
-    train: Path | None
-    dev: Path | None
-    extras: dict[str, Path]
-    source: str  # 'sample', or the data directory
-    is_sample: bool = False
-
-
-def resolve_data(task: TaskSpec, data_dir: str | Path | None = None, train: str | Path | None = None,
-                 dev: str | Path | None = None) -> TaskData:
-    """--train/--dev override; else --data-dir or $KLUE_DATA_DIR; else the download cache when it holds
-    the task's dev file; else the shipped sample."""
-    configured = sources.configured_data_dir(data_dir)
-    base, is_sample = configured, False
-    if base is None:
-        cache = sources.user_cache_dir()
-        if sources.find_file(cache, task, task.dev_file):
-            base = cache
-        elif train is None and dev is None:
-            base, is_sample = sources.sample_dir(), True
-    if base is not None and not base.is_dir():
-        raise UsageError(f"data directory {base} does not exist (run `klue-baselines download --data-dir {base}` "
-                         f"first)")
-    train_path = Path(train) if train else (_split_file(base, task, "train") if task.train_file else None)
-    dev_path = Path(dev) if dev else _split_file(base, task, "dev")
-    for path in (train_path, dev_path):
-        if path is not None and not (path.is_file() or hf.is_saved_dataset(path)):
-            raise UsageError(f"{path} is not a file (nor a Hugging Face save_to_disk folder)")
-    extras = {}
-    for name in task.extra_files:
-        candidates = [p.parent / name for p in (dev_path, train_path) if p is not None]
-        if base is not None:
-            candidates.append(sources.find_file(base, task, name))
-        found = next((c for c in candidates if c is not None and c.is_file()), None)
-        if found is None and name in task.optional_extras:
-            continue  # the task has a default (RE: the official relation list)
-        if found is None:
-            raise UsageError(f"{task.code} needs {name}: put it beside the data files or in the data directory")
-        extras[name] = found
-    # The shipped sample is never KLUE data, however it is passed (--train, --dev, a copy in --data-dir).
-    is_sample = is_sample or any(path is not None and sources.is_sample_file(path) for path in (train_path, dev_path))
-    return TaskData(train_path, dev_path, extras, "sample" if is_sample else str(base or "command line"),
-                    is_sample)
 
 
 @dataclass
@@ -258,14 +214,6 @@ def check_gold(task: TaskSpec, records: Sequence, path: Path) -> None:
     if twice:
         raise DataError(path, f"guid {twice[0]}", f"occurs more than once ({len(twice)} guids are repeated); "
                         "each gold record must have its own guid")
-
-
-def _split_file(base: Path | None, task: TaskSpec, split: str) -> Path | None:
-    """The task's official train or dev file in base, else its Hugging Face export there (see hf.find_split)."""
-    if base is None:
-        return None
-    return sources.find_file(base, task, task.train_file if split == "train" else task.dev_file) or \
-        hf.find_split(base, task.code, split)
 
 
 def is_partial(path: Path, task: TaskSpec, official_name: str, records: int) -> bool:
@@ -477,3 +425,12 @@ def _jsonable_params(model) -> dict:
         return repr(value)
 
     return {key: describe(value) for key, value in params.items()}
+
+
+def __getattr__(name: str) -> Any:
+    """resolve_data, which baselines.data.locate.locate is now, for one release."""
+    if name != "resolve_data":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn("baselines.runner.driver.resolve_data is now baselines.data.locate.locate; the old name goes in "
+                  "the next release", DeprecationWarning, stacklevel=2)
+    return locate_data
