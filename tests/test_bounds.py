@@ -54,8 +54,8 @@ def test_workers_beyond_the_cores_on_the_command_line_warn_and_finish(tmp_path):
 # 2. DP sentences beyond what one tree decodes.
 
 def test_sentence_pieces_cover_the_sentence_in_near_equal_pieces():
-    assert sentence_pieces(100) == [(0, 100)]
-    assert sentence_pieces(101) == [(0, 50), (50, 101)] or sentence_pieces(101) == [(0, 51), (51, 101)]
+    assert sentence_pieces(MAX_TREE_EOJEOLS) == [(0, MAX_TREE_EOJEOLS)]
+    assert sentence_pieces(2 * MAX_TREE_EOJEOLS + 1) == [(0, 86), (86, 171), (171, 257)]
     for size in (101, 250, 2_000, 5_001):
         pieces = sentence_pieces(size)
         assert pieces[0][0] == 0 and pieces[-1][1] == size
@@ -132,10 +132,10 @@ def test_a_training_sentence_beyond_the_bound_trains_the_labeller_not_the_arcs()
     long_record.words = words
     assert len(words) > MAX_TREE_EOJEOLS
     model = spec.models["mst"].build().set_params(epochs=1, perceptrons=1)
-    with pytest.warns(InputWarning, match=r"1 training sentences have more than 100 eojeols.*very-long"):
+    with pytest.warns(InputWarning, match=rf"1 training sentences have more than {MAX_TREE_EOJEOLS} eojeols.*very-long"):
         model.fit(records + [long_record], spec.targets(records + [long_record]))
     assert is_tree(model.predict([long_record])[0][0])
-    with pytest.raises(TrainingDataError, match="every training sentence has more than 100 eojeols"):
+    with pytest.raises(TrainingDataError, match=f"every training sentence has more than {MAX_TREE_EOJEOLS} eojeols"):
         spec.models["mst"].build().fit([long_record], spec.targets([long_record]))
 
 
