@@ -184,7 +184,10 @@ def _arrow_folder_rows(folder: Path) -> tuple[list[dict], Any]:
         except (OSError, pyarrow.ArrowInvalid) as error:
             raise DataError(path, None, f"not a readable Arrow stream ({error})") from None
         rows.extend(table.to_pylist())
-        carried.append((path, _schema_features(table.schema.metadata)))
+        try:
+            carried.append((path, _schema_features(table.schema.metadata)))
+        except ValueError:  # only compared with dataset_info.json, which is what is read
+            carried.append((path, None))
     info_path = folder / "dataset_info.json"
     if not info_path.is_file():
         return rows, None
@@ -199,11 +202,9 @@ def _arrow_folder_rows(folder: Path) -> tuple[list[dict], Any]:
 
 
 def _schema_features(metadata: dict | None) -> Any:
-    """The `datasets` features that an Arrow schema's metadata holds (key 'huggingface'), or None."""
-    try:
-        info = json.loads((metadata or {}).get(b"huggingface", b"null").decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return None
+    """The `datasets` features that an Arrow or parquet schema's metadata holds (key 'huggingface'), or None;
+    a ValueError when that metadata is not JSON."""
+    info = json.loads((metadata or {}).get(b"huggingface", b"null").decode("utf-8"))
     info = info.get("info") if isinstance(info, dict) else None
     return info.get("features") if isinstance(info, dict) else None
 
@@ -228,15 +229,11 @@ def _parquet_rows(path: Path) -> tuple[list[dict], Any]:
         table = pyarrow.parquet.read_table(str(path))
     except (OSError, pyarrow.ArrowInvalid) as error:
         raise DataError(path, None, f"not a readable parquet file ({error})") from None
-    stored = (table.schema.metadata or {}).get(b"huggingface")
-    if stored is None:
-        return table.to_pylist(), None
     try:
-        info = json.loads(stored.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        features = _schema_features(table.schema.metadata)
+    except ValueError:  # json.JSONDecodeError and UnicodeDecodeError
         raise DataError(path, None, "its 'huggingface' schema metadata is not JSON") from None
-    info = info.get("info") if isinstance(info, dict) else None
-    return table.to_pylist(), info.get("features") if isinstance(info, dict) else None
+    return table.to_pylist(), features
 
 
 def is_parquet(path: Path) -> bool:

@@ -240,11 +240,17 @@ def _bit_generator(node: dict) -> Any:
         return None
 
 
-def refused_part(schema: Any, allowed: frozenset[str]) -> str | None:
-    """What in a skops schema is outside `allowed`, in words: the first node whose kind is not one that
-    this toolkit's models are stored as, or whose class or function is not in `allowed`; None when all are."""
-    for node in _schema_nodes(schema):
-        kind, name = node["__loader__"], f"{node.get('__module__')}.{node.get('__class__')}"
+def _node_name(node: dict) -> str:
+    """'module.Name' of the class or function a skops node names."""
+    return f"{node.get('__module__')}.{node.get('__class__')}"
+
+
+def refused_part(nodes: list[dict], allowed: frozenset[str]) -> str | None:
+    """What among a skops schema's nodes is outside `allowed`, in words: the first node whose kind is not one
+    that this toolkit's models are stored as, or whose class or function is not in `allowed`; None when all
+    are."""
+    for node in nodes:
+        kind, name = node["__loader__"], _node_name(node)
         if not isinstance(kind, str):
             return f"a node of no kind skops knows ({kind!r})"
         if kind in PLAIN_DATA:
@@ -254,8 +260,8 @@ def refused_part(schema: Any, allowed: frozenset[str]) -> str | None:
             return f"a {kind} ({name})"
         elif name not in allowed:
             return f"the type or function {name}"
-        elif kind == "RandomGeneratorNode" and _bit_generator(node) not in BIT_GENERATORS:
-            return f"the bit generator {_bit_generator(node)!r}"
+        elif kind == "RandomGeneratorNode" and (generator := _bit_generator(node)) not in BIT_GENERATORS:
+            return f"the bit generator {generator!r}"
     return None
 
 
@@ -283,15 +289,14 @@ def _load_skops(path: Path, payload: bytes, task: str) -> Any:
     if secure is None:
         raise ModelFileError(f"{path}: this model was saved with skops; install the secure extra to load it "
                              f"(pip install 'klue-baselines[secure]')")
-    schema = _skops_schema(path, payload)
-    allowed = saved_type_names(task)
-    refused = refused_part(schema, allowed)
+    nodes = list(_schema_nodes(_skops_schema(path, payload)))  # walked once, for the check and for skops
+    refused = refused_part(nodes, saved_type_names(task))
     if refused:
         raise ModelFileError(f"{path}: the model holds {refused}, which no {task} model of this toolkit holds; "
                              f"it is not loaded")
     try:
         # Every name in the file was checked above; skops is told to trust exactly those.
-        named = sorted({f"{node['__module__']}.{node['__class__']}" for node in _schema_nodes(schema)})
+        named = sorted({_node_name(node) for node in nodes})
         model = secure.loads(payload, trusted=named)
     except Exception as error:  # skops raises many kinds for a damaged payload
         raise ModelFileError(f"{path}: not a readable model ({type(error).__name__}: {error})") from None
