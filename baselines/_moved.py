@@ -5,9 +5,10 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+import types
 import warnings
 
-# Old name (baselines.<key>) -> the module it is now.
+# Old name (baselines.<key>) -> the module it is now, or the modules it was split into (searched in order).
 MOVED = {
     "dataio": "baselines.data.fileio", "datafiles": "baselines.data.sources", "hf": "baselines.data.hf",
     "formats": "baselines.data.formats",
@@ -17,12 +18,16 @@ MOVED = {
     "significance": "baselines.metrics.significance", "report": "baselines.metrics.teaching",
     "progress": "baselines.runtime.progress", "provenance": "baselines.runtime.provenance",
     "memory": "baselines.runtime.memory", "parallel": "baselines.runtime.parallel",
-    "registry": "baselines.runner.registry", "driver": "baselines.runner.driver", "results": "baselines.runner.results",
+    "registry": "baselines.runner.registry", "results": "baselines.runner.results",
+    "driver": ("baselines.runner.evaluate", "baselines.runner.build", "baselines.errors", "baselines.runtime.provenance",
+               "baselines.data.locate"),
     "persistence": "baselines.runner.persistence", "tuning": "baselines.runner.tuning",
     "plots": "baselines.runner.plots",
     "scale": "baselines.bench.scale", "peers": "baselines.bench.peers", "determinism": "baselines.bench.determinism",
     "budget": "baselines.bench.budget", "reproduce": "baselines.bench.reproduce",
 }
+# Names that changed as well as moved: (old module, old name) -> the new name in one of its modules.
+RENAMED = {("driver", "resolve_data"): "locate"}
 
 
 class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -39,9 +44,29 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module) -> None:
         new = MOVED[module.__name__[len("baselines."):]]
+        if isinstance(new, tuple):
+            warnings.warn(f"{module.__name__} is now {' and '.join(new)}; the old name goes in the next release",
+                          DeprecationWarning, stacklevel=2)
+            sys.modules[module.__name__] = SplitModule(module.__name__, [importlib.import_module(n) for n in new])
+            return
         warnings.warn(f"{module.__name__} is now {new}; the old name goes in the next release",
                       DeprecationWarning, stacklevel=2)
         sys.modules[module.__name__] = importlib.import_module(new)
+
+
+class SplitModule(types.ModuleType):
+    """A module of version 0.1 whose names now live in several modules: each name is that module's own object."""
+
+    def __init__(self, name: str, parts: list[types.ModuleType]):
+        super().__init__(name, f"Moved: see {', '.join(part.__name__ for part in parts)}.")
+        self._parts = parts
+
+    def __getattr__(self, name: str):
+        name = RENAMED.get((self.__name__.rpartition(".")[2], name), name)
+        for part in self._parts:
+            if hasattr(part, name):
+                return getattr(part, name)
+        raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
 
 
 def install() -> None:

@@ -29,21 +29,21 @@ from baselines.data import hf
 
 from baselines.metrics import significance
 
-from baselines.runner import driver, persistence, plots, results, tuning
+from baselines.runner import build, evaluate as evaluation, persistence, plots, results, tuning
 
 from baselines.runtime import progress
 from baselines.bench import determinism as determinism_bench
 from baselines.bench import peers as peers_bench
 from baselines.bench import scale as scale_bench
 from baselines.metrics import teaching
-from baselines.data.fileio import (DataError, absolute_path, check_output_file, check_output_folder, looks_like_jsonl,
-                              read_json, read_jsonl, read_text, write_jsonl_atomic)
+from baselines.data.fileio import (DataError, absolute_path, check_output_file, check_output_folder, read_json,
+                                   write_jsonl_atomic)
 from baselines.runtime.parallel import Workers, local_jobs
-from baselines.runner.persistence import save_model
 from baselines.runner.registry import TASK_CODES, all_tasks, get_task, task_code
-from baselines.taskspec import PredictionError, TaskSpec, align_predictions
+from baselines.taskspec import TaskSpec, align_predictions
 from features import analysis
-from baselines.errors import SampleDataWarning, setting
+from baselines.errors import SampleDataWarning, UsageError, setting
+from baselines.runtime.provenance import code_version, machine, versions
 
 PathLike = str | os.PathLike
 Log = Callable[[str], None]
@@ -99,7 +99,7 @@ def data_file(task: str, split: str = "train", data_dir: PathLike | None = None)
     data = locate(task, data_dir)
     path = data.train if split == "train" else data.dev
     if path is None:
-        raise driver.UsageError(f"no {split} file for {task} in {data.source}")
+        raise UsageError(f"no {split} file for {task} in {data.source}")
     return path
 
 
@@ -107,7 +107,7 @@ def _split(name: str) -> str:
     """'train' or 'dev' for this project's split names and Hugging Face's ('validation' is the dev split)."""
     split = {"train": "train", "dev": "dev", "validation": "dev"}.get(str(name).lower())
     if split is None:
-        raise driver.UsageError(f"split must be 'train' or 'dev' ('validation' as Hugging Face calls it), "
+        raise UsageError(f"split must be 'train' or 'dev' ('validation' as Hugging Face calls it), "
                                 f"not {name!r}")
     return split
 
@@ -158,7 +158,7 @@ def load_hub(task: str, split: str = "validation") -> list:
     try:
         import datasets
     except ImportError:
-        raise driver.UsageError('loading from the Hugging Face hub needs the datasets package: pip install '
+        raise UsageError('loading from the Hugging Face hub needs the datasets package: pip install '
                                 '"klue-baselines[hf]"') from None
     return records_from_hf(task, datasets.load_dataset("klue/klue", hf.SCHEMAS[task].config,
                                                        split=hf.SPLIT_NAMES[_split(split)]))
@@ -170,7 +170,7 @@ def load_xy(task: str, path: PathLike, plain: bool = False) -> tuple[list, list]
     plain inputs (titles, sentence pairs, sentences, raw-row dicts), which every model also takes."""
     spec = get_task(task)
     records = spec.load(Path(path))
-    driver.check_labelled(spec, records, Path(path))
+    build.check_labelled(spec, records, Path(path))
     return (spec.plain_inputs(records) if plain else records), spec.targets(records)
 
 
@@ -190,12 +190,12 @@ def model_name(task: str, model: str | None = None, pos: str | None = None) -> s
     if pos is None:
         return model or spec.default_model
     if not spec.model_for_pos:
-        raise driver.UsageError(f"{setting('--pos', 'pos')} applies to: "
+        raise UsageError(f"{setting('--pos', 'pos')} applies to: "
                                 f"{', '.join(t.code for t in all_tasks() if t.model_for_pos)}")
     if model is not None:
-        raise driver.UsageError(f"give {setting('--pos', 'pos')} or {setting('--model', 'model')}, not both")
+        raise UsageError(f"give {setting('--pos', 'pos')} or {setting('--model', 'model')}, not both")
     if pos not in spec.model_for_pos:
-        raise driver.UsageError(f"pos must be one of {sorted(spec.model_for_pos)}, not {pos!r}")
+        raise UsageError(f"pos must be one of {sorted(spec.model_for_pos)}, not {pos!r}")
     return spec.model_for_pos[pos]
 
 
@@ -205,7 +205,7 @@ def make_model(task: str, model: str | None = None, *, seed: int = 0, data_dir: 
     """An unfitted estimator: the task's default model, or `model` ('trivial' for the floor), with `params`
     set over its defaults and checked against the model's constraints."""
     spec = get_task(task)
-    _name, estimator = driver.build_model(spec, model, seed, resources(task, data_dir), params)
+    _name, estimator = build.build_model(spec, model, seed, resources(task, data_dir), params)
     return estimator
 
 
@@ -216,44 +216,17 @@ def fit(task: str, train: PathLike | Sequence, model: str | None = None, *, seed
     WoS's ontology) come from beside the file, else from data_dir, the download cache or the sample."""
     spec = get_task(task)
     if _is_path(train):
-        X, y = load_xy(task, train)
-        return _fitted(spec, X, y, resources(task, data_dir, train), Path(train), model, seed, log, params)
-    X = list(train)
-    driver.check_labelled(spec, X, Path("<records>"))
-    return _fitted(spec, X, spec.targets(X), resources(task, data_dir), None, model, seed, log, params)
-
-
-def _fitted(spec: TaskSpec, X: list, y: list, needed: dict, path: Path | None, model: str | None, seed: int,
-            log: Log, params: dict) -> Any:
-    """`model` built with its resources and `params`, fitted on X, y (read from `path`, if from a file)."""
-    spec.check_resource_labels(X, needed, path or Path("<records>"))
-    _name, estimator = driver.build_model(spec, model, seed, needed, params)
-    log(f"{spec.code}: fitting {model or spec.default_model} on {len(X)} records" + (f" from {path}" if path else ""))
-    with progress.heartbeat(f"{spec.code}: fitting {model or spec.default_model}", log):
-        return estimator.fit(X, y)
-
-
-def _fitted_on_training_file(spec: TaskSpec, data: TaskData, model: str | None, seed: int, log: Log,
-                             params: dict) -> Any:
-    """`model` fitted on the located data's training file, with the resources found beside it: the data is
-    located once, by the caller."""
-    path = _training_path(spec.code, data)
-    X, y = load_xy(spec.code, path)
-    return _fitted(spec, X, y, spec.load_resources(data.extras), path, model, seed, log, params)
-
-
-def _training_path(task: str, data: TaskData) -> Path:
-    if data.train is None:
-        raise driver.UsageError(f"no training file for {task}: give {setting('--train FILE', 'train=FILE')} or "
-                                f"{setting('--data-dir', 'data_dir')}")
-    return data.train
+        path = Path(train)
+        return build.fitted_model(spec, spec.load(path), resources(task, data_dir, path), model, seed, params, log,
+                                  path)
+    return build.fitted_model(spec, list(train), resources(task, data_dir), model, seed, params, log)
 
 
 @_named_task
 def training_file(task: str, data_dir: PathLike | None = None, train: PathLike | None = None,
                   log: Log = progress.say) -> Path:
     """The task's training file: `train`, else the data directory's (see `locate`); a UsageError if none."""
-    return _training_path(task, locate(task, data_dir, train=train, log=log))
+    return build.training_path(get_task(task), locate(task, data_dir, train=train, log=log))
 
 
 @_named_task
@@ -261,13 +234,8 @@ def train(task: str, out: PathLike, model: str | None = None, *, data_dir: PathL
           train: PathLike | None = None, seed: int = 0, log: Log = progress.say, **params: Any) -> Path:
     """Fit a model on the task's training file (`train`, else the data directory's) and save it to `out`:
     a metadata header, then the model (skops with the `secure` extra, else a joblib pickle). Returns `out`."""
-    out = Path(out)
     data = locate(task, data_dir, train=train, log=log)
-    path = _training_path(task, data)
-    check_output_file(out, [path])
-    estimator = _fitted_on_training_file(get_task(task), data, model, seed, log, params)
-    save_model(out, estimator, task, model or get_task(task).default_model, [path], driver.versions())
-    return out
+    return build.train_and_save(get_task(task), data, Path(out), model, seed, params, log)
 
 
 @_named_task
@@ -279,12 +247,12 @@ def saved_or_fitted(task: str, model_file: PathLike | None = None, model: str | 
     a model name or `pos` with a saved model are a UsageError: a saved model has its own."""
     if model_file is not None:
         if params or model is not None or pos is not None:
-            raise driver.UsageError(f"{setting('--param, --pos', 'hyper-parameters, pos')} and a model name set up "
+            raise UsageError(f"{setting('--param, --pos', 'hyper-parameters, pos')} and a model name set up "
                                     f"a model to train: a saved model ({setting('--model FILE', 'model_file')}) has "
                                     f"its own")
         return load_model(task, model_file, trust_pickle)[1]
-    return _fitted_on_training_file(get_task(task), locate(task, data_dir, train=train, log=log),
-                                    model_name(task, model, pos), seed, log, params)
+    return build.fitted_on_training_file(get_task(task), locate(task, data_dir, train=train, log=log),
+                                         model_name(task, model, pos), seed, params, log)
 
 
 @_named_task
@@ -293,7 +261,7 @@ def load_model(task: str, path: PathLike, trust_pickle: bool = False) -> tuple[s
     the model after: it must be a fitted estimator of the class that the header's model name makes. A file
     saved without the `secure` extra is a pickle, which can run code: it loads only with trust_pickle=True,
     which you should give only to files from a trusted source."""
-    estimator, metadata = persistence.load_model(Path(path), task, driver.versions(), trust_pickle)
+    estimator, metadata = persistence.load_model(Path(path), task, versions(), trust_pickle)
     return metadata["model"], estimator
 
 
@@ -309,7 +277,7 @@ def predict(task: str, model: Any, inputs: PathLike | Sequence) -> list[dict]:
     plain inputs."""
     spec = get_task(task)
     records = _input_records(spec, inputs)
-    return driver.with_inputs(spec, records, spec.predict(model, records))
+    return evaluation.with_inputs(spec, records, spec.predict(model, records))
 
 
 @_named_task
@@ -326,7 +294,7 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
     writers = spec.prediction_files.writers
     if output_format not in ("jsonl", "hf", *writers) or (output_format in writers and output is None):
         own = ", ".join(f"{name} ({t.code})" for t in all_tasks() for name in t.prediction_files.writers)
-        raise driver.UsageError(f"{setting('--format', 'output_format')} {output_format}: every task writes jsonl "
+        raise UsageError(f"{setting('--format', 'output_format')} {output_format}: every task writes jsonl "
                                 f"and hf; {own} need {setting('--output FILE', 'output=FILE')} and exist for those "
                                 f"tasks only")
     if output is not None:
@@ -340,7 +308,7 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
             f"on Kiwi's tags ({setting('--pos gold', 'pos=gold')} for the one trained on the data's own)")
     estimator = saved_or_fitted(task, model_file, model, data_dir=data_dir, train=train, seed=seed, pos=pos,
                                 trust_pickle=trust_pickle, log=log, **params)
-    rows = driver.with_inputs(spec, records, spec.predict(estimator, records))
+    rows = evaluation.with_inputs(spec, records, spec.predict(estimator, records))
     if output is not None:
         if output_format in writers:
             writers[output_format](Path(output), records, rows)
@@ -355,14 +323,14 @@ def check_explainable(task: str, model: Any, per_input: bool = False) -> None:
     """A UsageError unless `model` (fitted or not) can show its features, and with per_input, explain single
     inputs: checked before any training."""
     if not hasattr(model, "top_features"):
-        raise driver.UsageError(f"a {type(model).__name__} has no learnt features to show (a trivial floor, or "
+        raise UsageError(f"a {type(model).__name__} has no learnt features to show (a trivial floor, or "
                                 "STS's gradient boosting, whose trees have no weights per feature)")
     unexplained = getattr(model, "unexplained", None)
     problem = unexplained() if callable(unexplained) else None
     if problem:
-        raise driver.UsageError(problem)
+        raise UsageError(problem)
     if per_input and not (hasattr(model, "feature_contributions") or hasattr(model, "character_contributions")):
-        raise driver.UsageError(f"explaining single inputs needs a linear classifier (YNAT, NLI, RE) or NER's CRF; "
+        raise UsageError(f"explaining single inputs needs a linear classifier (YNAT, NLI, RE) or NER's CRF; "
                                 f"a {type(model).__name__} shows only what it learnt (leave out "
                                 f"{setting('--input', 'inputs')})")
 
@@ -437,7 +405,7 @@ def evaluate(task: str, model: str | Any = None, *, model_file: PathLike | None 
                   else (type(model).__name__, model))
         model = None
     data = locate(task, data_dir, train=train, dev=dev, log=log)
-    record, _predictions = driver.evaluate_task(spec, data, model_name=model, seed=seed, cv=cv, log=log,
+    record, _predictions = evaluation.evaluate_task(spec, data, model_name=model, seed=seed, cv=cv, log=log,
                                                 params=params or None, fitted=fitted, workers=workers)
     return record
 
@@ -457,10 +425,10 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
     codes = [task_code(task) for task in tasks] or list(TASK_CODES)
     _show_progress(log)
     if (train or dev) and len(codes) != 1:
-        raise driver.UsageError(f"{setting('--train and --dev', 'train and dev')} name one task's files: give "
+        raise UsageError(f"{setting('--train and --dev', 'train and dev')} name one task's files: give "
                                 f"exactly one task")
     if params and len(codes) != 1:
-        raise driver.UsageError(f"{setting('--param', 'params')} set one model's hyper-parameters: give exactly "
+        raise UsageError(f"{setting('--param', 'params')} set one model's hyper-parameters: give exactly "
                                 f"one task")
     # Every task's data and every output folder is checked before the first model trains.
     task_data = {code: locate(code, data_dir, train, dev, log) for code in codes}
@@ -474,7 +442,7 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
             results.check_sample_can_be_recorded(Path(results_dir), code)
     records = []
     for code, data in task_data.items():
-        record, predictions = driver.evaluate_task(get_task(code), data, model_name=names[code], seed=seed, cv=cv,
+        record, predictions = evaluation.evaluate_task(get_task(code), data, model_name=names[code], seed=seed, cv=cv,
                                                    log=log, params=params or None, workers=workers)
         if command is not None:
             record["command"] = command
@@ -518,7 +486,7 @@ def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1),
     plots_dir = _figures_folder(plots_dir)
     points = []
     for fraction in fractions:
-        record, _predictions = driver.evaluate_task(spec, data, model_name=model, seed=seed, cv=cv, log=log,
+        record, _predictions = evaluation.evaluate_task(spec, data, model_name=model, seed=seed, cv=cv, log=log,
                                                     train_fraction=fraction, params=params or None,
                                                     workers=workers)
         points.append({"fraction": fraction, **{
@@ -554,25 +522,25 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     records, _targets = load_xy(task, path)
     task_resources = resources(task, data_dir, path)
     spec.check_resource_labels(records, task_resources, Path(path))
-    name, estimator = driver.build_model(spec, model, seed, task_resources)
-    grid, shown_files = driver.grid_with_requirements(spec, name, estimator, grid, seed, log)
-    driver.check_params(name, estimator, grid)
+    name, estimator = build.build_model(spec, model, seed, task_resources)
+    grid, shown_files = build.grid_with_requirements(spec, name, estimator, grid, seed, log)
+    build.check_params(name, estimator, grid)
     for point in tuning.grid_points(grid):
-        driver.check_values(name, clone(estimator).set_params(**point))
+        build.check_values(name, clone(estimator).set_params(**point))
     problem = tuning.fold_count_problem(spec, records, folds)
     if problem:
-        raise driver.UsageError(f"{setting(f'--folds {folds}', f'folds={folds}')}: {problem}")
+        raise UsageError(f"{setting(f'--folds {folds}', f'folds={folds}')}: {problem}")
     report = tuning.grid_search(spec, estimator, records, task_resources, grid, spec.headline[0], folds, seed, log,
                                 workers)
     for trial in report["trials"]:
         trial["params"] = dict(shown_files[key][id(value)] if key in shown_files else (key, value)
                                for key, value in trial["params"].items())
     report["best"] = report["trials"][0]["params"]
-    report.update({"task": task, "model": name, "train": driver.describe_file(path, len(records))})
+    report.update({"task": task, "model": name, "train": evaluation.describe_file(path, len(records))})
     if command is not None:
         report["command"] = command
-    report["versions"] = driver.versions()
-    report["machine"] = driver.machine()
+    report["versions"] = versions()
+    report["machine"] = machine()
     path = results.write_result(Path(results_dir), folder / f"{task}-{name}.json", report)
     return report, path
 
@@ -581,38 +549,7 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
 def read_predictions(task: str, path: PathLike) -> list[dict]:
     """A prediction file in any format `score` reads: JSONL keyed by guid, or the task's whole-file
     alternative (MRC's {question_id: answer} object, DP's official TSV)."""
-    spec, path = get_task(task), Path(path)
-    exported = hf.exported_rows(path) if path.is_dir() or hf.is_parquet(path) else None
-    if exported is not None:  # parquet or a save_to_disk folder of predictions, as HF users keep them
-        _kind, rows, features = exported
-        return hf.named_rows(task, rows, features, path)
-    try:
-        whole = json.loads(read_text(path))
-    except json.JSONDecodeError:
-        whole = None  # not one JSON document: JSON Lines, or a task's own format
-    except RecursionError:
-        raise DataError(path, None, "JSON nested too deeply to read") from None
-    if isinstance(whole, dict) and "guid" not in whole:
-        converted = spec.prediction_files.from_object(whole)
-        if converted is not None:
-            return converted
-    if not looks_like_jsonl(path):
-        if spec.prediction_files.from_file is not None:
-            return spec.prediction_files.from_file(path)
-        raise DataError(path, None, f"expected {spec.prediction_files.described}")
-    return [row for _number, row in read_jsonl(path)]
-
-
-def _prediction_rows(spec: TaskSpec, predictions: PathLike | Sequence[dict] | dict) -> list[dict]:
-    """Prediction dicts from a file in any format `score` reads, a list of them, or MRC's {id: answer}."""
-    if _is_path(predictions):
-        return read_predictions(spec.code, predictions)
-    if isinstance(predictions, dict):
-        rows = spec.prediction_files.from_object(predictions)
-        if rows is None:
-            raise PredictionError(f"expected {spec.prediction_files.described}, not one object")
-        return rows
-    return list(predictions)
+    return evaluation.read_predictions(get_task(task), Path(path))
 
 
 @_named_task
@@ -631,26 +568,17 @@ def _scored(spec: TaskSpec, gold: PathLike | Sequence, predictions: PathLike | S
 
 
 def _gold(spec: TaskSpec, gold: PathLike | Sequence, data_dir: PathLike | None) -> tuple[list, dict]:
-    """The gold records, checked, and the resources their scorer needs (RE's relation list, WoS's ontology):
-    beside the gold file, else from data_dir, the download cache or the sample."""
-    gold_path = Path(gold) if _is_path(gold) else None
-    records = spec.load(gold_path) if gold_path else list(gold)
-    driver.check_gold(spec, records, gold_path or Path("<records>"))
-    return records, spec.load_resources(find_data(spec, data_dir, dev=gold_path).extras)
+    return evaluation.gold_and_resources(spec, _as_path(gold), Path(data_dir).expanduser() if data_dir else None)
 
 
 def _checked(spec: TaskSpec, records: list, resources: dict, predictions: PathLike | Sequence[dict] | dict
              ) -> tuple[list[dict], dict[str, float]]:
-    """(prediction rows, official metrics) of predictions against checked gold; a PredictionError names the
-    prediction file."""
-    rows = hf.prediction_rows(spec.code, _prediction_rows(spec, predictions), [r.guid for r in records],
-                              Path(predictions) if _is_path(predictions) else Path("<predictions>"))
-    try:
-        return rows, spec.score(records, rows, resources)
-    except PredictionError as error:
-        if _is_path(predictions):
-            raise PredictionError(f"{predictions}: {error}") from None
-        raise
+    return evaluation.checked_and_scored(spec, records, resources, _as_path(predictions))
+
+
+def _as_path(value: Any) -> Any:
+    """A file name as a Path; records, rows and dicts as they are."""
+    return Path(value) if _is_path(value) else value
 
 
 @_named_task
@@ -665,7 +593,7 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
     entity types, relations, slots or question types), under 'metrics' and 'breakdown', the breakdown
     sorted by the size of B - A. `progress` is told how many resamples each step did."""
     if not 1 <= resamples <= significance.MAX_RESAMPLES:
-        raise driver.UsageError(f"resamples must be 1 to {significance.MAX_RESAMPLES:,}, not {resamples:,}")
+        raise UsageError(f"resamples must be 1 to {significance.MAX_RESAMPLES:,}, not {resamples:,}")
     spec = get_task(task)
     records, resources = _gold(spec, gold, data_dir)
     rows_a, metrics_a = _checked(spec, records, resources, predictions_a)
@@ -673,7 +601,7 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
     try:
         headline, breakdown = significance.chosen_metrics(spec, metrics, (metrics_a, metrics_b))
     except ValueError as error:
-        raise driver.UsageError(str(error)) from None
+        raise UsageError(str(error)) from None
     compared = significance.paired_bootstrap(spec, records, rows_a, rows_b, resources, metrics=headline + breakdown,
                                              resamples=resamples, seed=seed, n_jobs=local_jobs(jobs),
                                              progress=progress, observed=(metrics_a, metrics_b))
@@ -696,7 +624,7 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
     if plots_dir is not None:
         earlier = [path.name for path in report_figure_paths(plots_dir, task) if path.exists()]
         if earlier:  # checked before any work, and never overwritten: they may be another run's figures
-            raise driver.UsageError(f"{plots_dir} already holds {', '.join(earlier)} from an earlier report: give "
+            raise UsageError(f"{plots_dir} already holds {', '.join(earlier)} from an earlier report: give "
                                     f"another {setting('--plots', 'plots')} folder, or remove them")
     records, rows, metrics = _scored(spec, gold, predictions, data_dir)
     aligned = align_predictions(records, rows)
@@ -733,7 +661,7 @@ def _figures_folder(folder: PathLike | None) -> Path | None:
     try:
         plots.check_available()
     except plots.PlotsUnavailable as error:
-        raise driver.UsageError(str(error)) from None
+        raise UsageError(str(error)) from None
     check_output_folder(Path(folder))
     return Path(folder)
 
@@ -778,7 +706,7 @@ def results_figure(runs: PathLike | Sequence[dict], folder: PathLike) -> Path:
     folder = _figures_folder(folder)
     rows = results.chart_rows(_runs_by_task(runs))
     if not rows:
-        raise driver.UsageError("no recorded scores of the tasks' default models to chart")
+        raise UsageError("no recorded scores of the tasks' default models to chart")
     return plots.results_chart(rows, folder / "results.png")
 
 
@@ -843,7 +771,7 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
     codes = [task_code(task) for task in tasks] or list(TASK_CODES)
     _show_progress(log)
     if (train or dev or params) and len(codes) != 1:
-        raise driver.UsageError(f"{setting('--train, --dev and --param', 'train, dev and params')} are one "
+        raise UsageError(f"{setting('--train, --dev and --param', 'train, dev and params')} are one "
                                 f"task's: give exactly one task")
     task_data = {code: locate(code, data_dir, train, dev, log) for code in codes}
     is_sample = any(data.is_sample for data in task_data.values())
@@ -864,7 +792,7 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
         arguments += ["--param", f"{name}={json.dumps(value)}"]
     compared = determinism_bench.determinism(arguments, at_once=at_once, log=log)
     report = {"command": command, "task_codes": codes, "sample": is_sample, **compared,
-              "versions": driver.versions(), "code": driver.code_version(), "machine": driver.machine()}
+              "versions": versions(), "code": code_version(), "machine": machine()}
     path = None
     if folder is not None:
         path = folder / "determinism.json"

@@ -93,7 +93,7 @@ class UnknownTask(BaselinesError, ValueError):
 
 
 class UsageError(BaselinesError):
-    """A request the driver cannot carry out as asked (missing data, unknown model, ...)."""
+    """A request the toolkit cannot carry out as asked (missing data, unknown model, ...)."""
 
 
 class ModelFileError(BaselinesError):

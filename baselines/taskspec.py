@@ -67,7 +67,7 @@ class PredictionFiles:
 @dataclass(frozen=True)
 class Requirement:
     """A model of this task that takes what another task's training file gives as a hyper-parameter: given
-    ``--param <file_param>=FILE``, the driver reads FILE as `task`'s training data and sets `model_param` to
+    ``--param <file_param>=FILE``, baselines.runner.build reads FILE as `task`'s training data and sets `model_param` to
     - ``provides="model"``: `task`'s default model fitted on FILE with the run's seed, wrapped in
       scikit-learn's FrozenEstimator (so that cloning the model for each fold keeps it fitted); MRC's reader
       takes an NER tagger this way;
@@ -86,7 +86,7 @@ class Requirement:
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """One KLUE task as the triple (data format, model, metric), seen by the driver and the CLI.
+    """One KLUE task as the triple (data format, model, metric), seen by the runner and the CLI.
 
     - ``load(path)`` reads an official file into typed records; ``load_input(path)`` also reads the
       raw JSONL that ``predict`` accepts.

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from baselines.runner.driver import versions
+from baselines.runtime.provenance import versions
 from baselines.errors import ModelFileError
 from baselines.runner.persistence import load_model, save_model
 

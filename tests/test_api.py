@@ -6,7 +6,7 @@ import json
 import pytest
 
 from baselines import api
-from baselines.runner.driver import UsageError
+from baselines.errors import UsageError
 from baselines.taskspec import PredictionError
 
 

@@ -139,7 +139,6 @@ def test_the_cycle_check_sees_an_import_hidden_in_a_function(tmp_path):
 
 
 @pytest.mark.parametrize("old, new", [("baselines.scoring", "baselines.metrics.scoring"),
-                                      ("baselines.driver", "baselines.runner.driver"),
                                       ("baselines.dataio", "baselines.data.fileio"),
                                       ("baselines.report", "baselines.metrics.teaching"),
                                       ("baselines.reproduce", "baselines.bench.reproduce")])
@@ -157,6 +156,26 @@ def test_a_module_name_from_before_the_folders_still_imports_with_a_deprecation_
         sys.modules.pop(old, None)
         moved = importlib.import_module(old)
     assert moved is importlib.import_module(new)
+
+
+def test_a_module_that_was_split_still_imports_with_each_name_where_it_went():
+    import importlib
+    import sys
+    import warnings
+
+    from baselines.data.locate import locate
+    from baselines.errors import UsageError
+    from baselines.runner import build, evaluate
+    sys.modules.pop("baselines.driver", None)
+    with pytest.warns(DeprecationWarning, match="baselines.driver is now baselines.runner.evaluate and "
+                                                "baselines.runner.build"):
+        driver = importlib.import_module("baselines.driver")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert driver.evaluate_task is evaluate.evaluate_task and driver.build_model is build.build_model
+        assert driver.UsageError is UsageError and driver.resolve_data is locate
+    with pytest.raises(AttributeError, match="no attribute 'resolve_nothing'"):
+        driver.resolve_nothing
 
 
 def test_a_pickle_that_names_a_class_by_its_old_module_loads_as_the_same_class():

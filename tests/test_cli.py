@@ -46,7 +46,7 @@ def test_run_writes_results_and_table(tmp_path):
 
 
 def test_cross_fitting_groups_mrc_by_passage(tmp_path):
-    from baselines.runner.driver import cross_fit_folds
+    from baselines.runner.evaluate import cross_fit_folds
 
     spec = get_task("mrc")
     records = spec.load(sample_file("mrc", "train"))
@@ -221,7 +221,8 @@ def test_tune_takes_another_tasks_training_file_and_none_as_values_of_one_parame
 
 
 def test_training_subsets_keep_whole_passages_and_grow_by_inclusion():
-    from baselines.runner.driver import UsageError, training_subset
+    from baselines.errors import UsageError
+    from baselines.runner.evaluate import training_subset
 
     spec = get_task("mrc")
     records = spec.load(sample_file("mrc", "train"))

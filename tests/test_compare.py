@@ -12,7 +12,7 @@ from baselines import api
 
 from baselines.metrics import significance
 
-from baselines.runner import driver
+from baselines.errors import UsageError
 from baselines.cli import main
 from baselines.runner.registry import get_task
 from baselines.runtime.parallel import Workers
@@ -120,7 +120,7 @@ def test_resamples_are_capped_and_drawn_batch_by_batch_with_the_same_draws(tmp_p
         assert np.array_equal(np.concatenate(batches), np.array(one_at_a_time))
     dev = api.data_file("ynat", "dev")
     rows = [{"guid": r.guid, "label": r.label} for r in api.load("ynat", dev)]
-    with pytest.raises(driver.UsageError, match="resamples must be 1 to 100,000, not 1,000,000,000"):
+    with pytest.raises(UsageError, match="resamples must be 1 to 100,000, not 1,000,000,000"):
         api.compare("ynat", dev, rows, rows, resamples=10**9)
     predictions = tmp_path / "p.jsonl"
     predictions.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")

@@ -10,7 +10,7 @@ from sklearn.linear_model import LogisticRegression
 
 from baselines import api
 from baselines.cli import main
-from baselines.runner.driver import UsageError
+from baselines.errors import UsageError
 from baselines.models.explain import class_rows, readable, strongest
 
 

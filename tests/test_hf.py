@@ -254,7 +254,7 @@ def test_the_hub_needs_the_datasets_package(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_datasets)
-    with pytest.raises(api.driver.UsageError, match=r'pip install "klue-baselines\[hf\]"'):
+    with pytest.raises(api.UsageError, match=r'pip install "klue-baselines\[hf\]"'):
         api.load_hub("ynat")
 
 

@@ -31,7 +31,8 @@ from baselines.bench import determinism
 
 from baselines.data import hf
 
-from baselines.runner import driver, persistence, results
+from baselines.runner import evaluate as evaluation, persistence, results
+from baselines.runtime import provenance
 from baselines.cli import main
 from baselines.data.fileio import DataError, atomic_output, write_json_atomic, write_jsonl_atomic
 from baselines.data.sources import official_manifest, sample_dir
@@ -311,7 +312,7 @@ def test_a_changed_model_payload_is_refused(tmp_path):
     data[-5] ^= 0xFF
     path.write_bytes(bytes(data))
     with pytest.raises(ModelFileError, match="do not match the sha256"):
-        load_model(path, "ynat", driver.versions())
+        load_model(path, "ynat", provenance.versions())
 
 
 class ForeignModel:
@@ -358,7 +359,7 @@ def planted_model_file(path: Path, payload: bytes, task: str = "ynat", model: st
                        payload_format: str = "joblib") -> Path:
     """A model file with a header as `train` writes it (copied from a real one's fields, sha256 fixed) in
     front of any payload."""
-    metadata = {"format": persistence.FORMAT, "task": task, "model": model, "versions": driver.versions(),
+    metadata = {"format": persistence.FORMAT, "task": task, "model": model, "versions": provenance.versions(),
                 "training_data_sha256": "0" * 64, "training_files": [], "payload_format": payload_format,
                 "payload_sha256": hashlib.sha256(payload).hexdigest(), "payload_bytes": len(payload)}
     path.write_bytes(persistence.MAGIC + json.dumps(metadata).encode() + b"\n" + payload)
@@ -386,7 +387,7 @@ def test_a_model_file_must_hold_the_fitted_estimator_its_header_names(tmp_path):
              ("unfitted", get_task("ynat").models["trivial"].build(), "ynat", "trivial", "never fitted")]
     for name, model, task, model_name, expected in cases:
         path = tmp_path / f"{name}.model"
-        persistence.save_model(path, model, task, model_name, [train], driver.versions())
+        persistence.save_model(path, model, task, model_name, [train], provenance.versions())
         error = refused("predict", task, "--model", path, "--input", sample_file(task))
         assert expected in error, (name, error)
 
@@ -395,9 +396,9 @@ def test_a_skops_file_with_a_foreign_type_is_refused(tmp_path):
     pytest.importorskip("skops.io", reason="the secure extra (skops) is not installed")
     path = tmp_path / "ynat.joblib"
     persistence.save_model(path, ForeignModel(), "ynat", "tfidf-lr", [sample_file("ynat", "train")],
-                           driver.versions())
+                           provenance.versions())
     with pytest.raises(ModelFileError, match="ForeignModel, which no ynat model of this toolkit holds"):
-        load_model(path, "ynat", driver.versions())
+        load_model(path, "ynat", provenance.versions())
 
 
 
@@ -529,10 +530,10 @@ def test_the_ner_crf_travels_as_its_weights_not_as_sklearn_crfsuite_objects(tmp_
     records = get_task("ner").load(sample_file("ner", "train"))[:40]
     ner.fit(records, get_task("ner").targets(records))
     path = tmp_path / "ner.model"
-    persistence.save_model(path, ner, "ner", "crf", [sample_file("ner", "train")], driver.versions())
+    persistence.save_model(path, ner, "ner", "crf", [sample_file("ner", "train")], provenance.versions())
     payload = path.read_bytes()
     assert b"sklearn_crfsuite" not in payload and b"pycrfsuite" not in payload
-    loaded, _ = load_model(path, "ner", driver.versions())
+    loaded, _ = load_model(path, "ner", provenance.versions())
     assert loaded.crf_.state_features_ == ner.crf_.state_features_
     # A model of another task that holds the CRF (MRC's tagger) may name CharacterCRF; NER's own list holds
     # nothing of MRC's.
@@ -548,7 +549,7 @@ def test_crf_weights_that_are_not_a_crfsuite_model_are_refused(tmp_path, monkeyp
     ner.fit(records, get_task("ner").targets(records))
     monkeypatch.setattr(ner_task, "crf_model", lambda crf: b"lCRF not a model")
     path = tmp_path / "ner.model"
-    persistence.save_model(path, ner, "ner", "crf", [sample_file("ner", "train")], driver.versions())
+    persistence.save_model(path, ner, "ner", "crf", [sample_file("ner", "train")], provenance.versions())
     error = refused("predict", "ner", "--model", path, "--input", sample_file("ner"))
     assert "not a readable model" in error
 
@@ -576,7 +577,7 @@ def test_boosted_trees_whose_indices_would_read_outside_them_are_refused(tmp_pat
     else:
         nodes["is_categorical"][split] = 1
     path = tmp_path / "sts.model"
-    persistence.save_model(path, model, "sts", "features-gbr", [sample_file("sts", "train")], driver.versions())
+    persistence.save_model(path, model, "sts", "features-gbr", [sample_file("sts", "train")], provenance.versions())
     error = refused("predict", "sts", "--model", path, "--input", sample_file("sts"))
     assert expected in error, error
 
@@ -941,7 +942,7 @@ def test_reproduce_reruns_recorded_commands_and_fails_on_a_difference(tmp_path):
     assert "2 of 2 recorded scores reproduced" in same.stdout
 
     data = json.loads((tmp_path / "results" / "nli.json").read_text(encoding="utf-8"))
-    assert data["runs"]["trivial"]["machine"] == driver.machine()
+    assert data["runs"]["trivial"]["machine"] == provenance.machine()
     data["runs"]["trivial"]["headline"]["accuracy"] += 0.0001
     write_json_atomic(tmp_path / "results" / "nli.json", data)
     different = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "reproduce", "ynat", "nli"],
@@ -959,7 +960,7 @@ def test_reproduce_reruns_recorded_commands_and_fails_on_a_difference(tmp_path):
     assert "this machine: " in elsewhere.stdout
 
     # A row recorded by other code says so, whether or not its scores moved.
-    here = driver.code_version().get("git_commit")
+    here = provenance.code_version().get("git_commit")
     for task in ("nli", "ynat"):
         data = json.loads((tmp_path / "results" / f"{task}.json").read_text(encoding="utf-8"))
         data["runs"]["trivial"]["code"]["git_commit"] = "0" * 40
@@ -1064,14 +1065,14 @@ def test_determinism_compares_predictions_not_only_scores():
 def test_the_package_imports_and_runs_without_the_resource_module(tmp_path):
     # Windows has neither the resource module nor /proc.
     script = ("import sys, pathlib; sys.modules['resource'] = None\n"
-              "from baselines.runner import driver\n"
+              "from baselines.runner import evaluate as evaluation\n"
               "from baselines.runtime import memory\n"
               "memory._STATUS = memory._CLEAR_REFS = pathlib.Path('/nonexistent/proc')\n"
               "from baselines.data.locate import locate\n"
               "from baselines.runner.registry import get_task\n"
               "spec = get_task('ynat')\n"
               "data = locate(spec)\n"
-              "record, _ = driver.evaluate_task(spec, data, model_name='trivial')\n"
+              "record, _ = evaluation.evaluate_task(spec, data, model_name='trivial')\n"
               "print(record['peak_rss_mb'], record['headline']['macro_f1'] > 0)\n")
     finished = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
     assert finished.returncode == 0, finished.stderr
@@ -1155,15 +1156,15 @@ def test_protocols_are_named_from_what_was_read_not_from_file_names(tmp_path, mo
     dev_rows = json_records("ynat")
     named_as_official = tmp_path / spec.dev_file
     write_json_atomic(named_as_official, dev_rows)  # the sample's 100 titles under the official dev name
-    assert driver.protocol_name(spec, 0, None, None, named_as_official, len(dev_rows)) == "official-partial-dev"
+    assert evaluation.protocol_name(spec, 0, None, None, named_as_official, len(dev_rows)) == "official-partial-dev"
     train = tmp_path / spec.train_file
     write_json_atomic(train, json_records("ynat", "train"))
-    assert driver.protocol_name(spec, 0, train, 300, named_as_official, 100) == "official-partial-train-partial-dev"
+    assert evaluation.protocol_name(spec, 0, train, 300, named_as_official, 100) == "official-partial-train-partial-dev"
     # Every record of the split, under any name (a Hugging Face export), is the whole split.
     monkeypatch.setitem(hf.SCHEMAS["ynat"].split_sizes, "dev", len(dev_rows))
     export = tmp_path / "validation.jsonl"
     export.write_text("", encoding="utf-8")
-    assert driver.protocol_name(spec, 0, None, None, export, len(dev_rows)) == "official"
+    assert evaluation.protocol_name(spec, 0, None, None, export, len(dev_rows)) == "official"
     code, output = cli("run", "ynat", "--model", "trivial", "--train", sample_file("ynat", "train"), "--dev",
                        named_as_official, "--results-dir", tmp_path / "results")
     assert code == 0 and "sample" in output  # the sample's bytes, however named, stay the sample

@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 
-from baselines.runner.driver import versions
+from baselines.runtime.provenance import versions
 from baselines.runner.persistence import ModelFileError, load_model, save_model
 from baselines.runner.registry import get_task
 from baselines.metrics.scoring import mrc_reader_diagnostics, normalize_mrc_answer

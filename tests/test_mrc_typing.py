@@ -11,7 +11,7 @@ from sklearn.base import clone
 from sklearn.frozen import FrozenEstimator
 
 from baselines.data.sources import sample_dir
-from baselines.runner.driver import versions
+from baselines.runtime.provenance import versions
 from baselines.runner.persistence import load_model, save_model
 from baselines.runner.registry import get_task
 from baselines.tasks.mrc import MrcAnswer, MrcQuestion, SpanRanker, targets
@@ -113,10 +113,10 @@ def typed_questions(count: int) -> list[MrcQuestion]:
 @pytest.fixture(scope="module")
 def sample_tagger():
     """The NER task's default model fitted on the sample's NER training file, frozen, as the driver gives it."""
-    from baselines.runner import driver
+    from baselines.runner import build
 
     requirement = get_task("mrc").requires[0]
-    return driver.fitted_requirement(requirement, sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", 0)
+    return build.fitted_requirement(requirement, sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", 0)
 
 
 def test_ner_train_fits_the_ner_tagger_once_and_the_reader_keeps_it_without_the_file(tmp_path):

@@ -8,7 +8,7 @@ from array import array
 import numpy as np
 import pytest
 
-from baselines.runner.driver import versions
+from baselines.runtime.provenance import versions
 from baselines.runner.persistence import load_model, save_model
 from baselines.runner.registry import get_task
 from baselines.runner.tuning import fold_splits

@@ -11,7 +11,7 @@ import pytest
 from baselines import api
 
 from baselines.data.locate import locate
-from baselines.runner import driver
+from baselines.runner import evaluate as evaluation
 
 from baselines.runtime import memory, parallel
 from baselines.runner.registry import get_task
@@ -27,7 +27,7 @@ LIGHTER = {"mrc": {"top_sentences": 1, "max_eojeols": 3}}
 
 def cross_fitted(code: str, workers: parallel.Workers) -> tuple[dict, list[dict]]:
     spec = get_task(code)
-    return driver.evaluate_task(spec, locate(spec), cv=3, workers=workers, params=LIGHTER.get(code))
+    return evaluation.evaluate_task(spec, locate(spec), cv=3, workers=workers, params=LIGHTER.get(code))
 
 
 @pytest.mark.parametrize("code", ["ynat", "wos", "mrc"])
@@ -50,7 +50,7 @@ def test_cross_fitting_and_tuning_folds_fit_fold_copies_that_skip_the_parsers_fe
 
     monkeypatch.setattr(MstParser, "_name_strongest_arcs", named)
     spec = get_task("dp")
-    record, _predictions = driver.evaluate_task(spec, locate(spec), cv=2, workers=parallel.Workers(1),
+    record, _predictions = evaluation.evaluate_task(spec, locate(spec), cv=2, workers=parallel.Workers(1),
                                                 params={"perceptrons": 1})
     assert record["hyper_parameters"]["name_features"] is True  # the model asked for; its folds' copies do not
     report, _path = api.tune("dp", {"perceptrons": [1]}, folds=2, results_dir=tmp_path, log=lambda _message: None)
@@ -99,7 +99,7 @@ def test_each_task_of_a_run_reports_its_own_peak():
     memory.reset_peak()
     assert memory.peak_mb() < before - 200
     spec = get_task("ynat")
-    record, _predictions = driver.evaluate_task(spec, locate(spec), model_name="trivial")
+    record, _predictions = evaluation.evaluate_task(spec, locate(spec), model_name="trivial")
     assert record["peak_rss_mb"] < before - 200
 
 

@@ -122,7 +122,7 @@ def test_the_results_chart_of_the_committed_results(tmp_path):
     from conftest import REPO
     path = api.results_figure(REPO / "results", tmp_path)
     assert path.name == "results.png" and path.read_bytes().startswith(PNG_SIGNATURE)
-    with pytest.raises(api.driver.UsageError, match="no recorded scores"):
+    with pytest.raises(api.UsageError, match="no recorded scores"):
         api.results_figure(tmp_path / "empty", tmp_path)
 
 

@@ -148,7 +148,7 @@ def test_a_second_report_does_not_overwrite_the_first_ones_figures(tmp_path):
     rows = api.predict("ynat", api.fit("ynat", api.data_file("ynat", "train"), "trivial"), dev)
     first = api.report("ynat", dev, rows, plots_dir=tmp_path)
     drawn = {path: Path(path).read_bytes() for path in first["figures"]}
-    with pytest.raises(api.driver.UsageError, match="already holds ynat-confusion.png"):
+    with pytest.raises(api.UsageError, match="already holds ynat-confusion.png"):
         api.report("ynat", dev, rows, plots_dir=tmp_path)
     assert {path: Path(path).read_bytes() for path in first["figures"]} == drawn
 

@@ -9,7 +9,8 @@ import pytest
 from baselines.data.locate import locate
 from baselines.bench import scale
 
-from baselines.runner import driver, results
+from baselines.errors import UsageError
+from baselines.runner import results
 from baselines.runner.registry import all_tasks, get_task
 from tests.conftest import shared_folder
 from tests.test_cli import invoke
@@ -56,7 +57,7 @@ def test_copies_are_distinct_and_stay_valid(code, monkeypatch):
 
 def test_a_task_without_copies_needs_its_full_file(monkeypatch):
     pool = sample_records("ynat")
-    with pytest.raises(driver.UsageError, match="give the full official file"):
+    with pytest.raises(UsageError, match="give the full official file"):
         scale.training_set(get_task("ynat"), pool, 1.0, seed=0)
 
 

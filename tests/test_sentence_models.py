@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 
-from baselines.runner.driver import versions
+from baselines.runtime.provenance import versions
 from baselines.runner.persistence import load_model, save_model
 from baselines.tasks.nli import InferenceClassifier, NliExample
 from baselines.tasks.sts import SimilarityRegressor, StsExample, best_f1_shift, source_parts

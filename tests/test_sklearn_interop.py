@@ -226,15 +226,15 @@ def test_every_model_file_names_only_what_its_task_declares_and_loads_with_the_s
     """The skops allow-list (TaskSpec.saved_types) is exactly enough: every model, and the models that hold
     another task's, saves and loads back through it and predicts the sample's dev set as before."""
     pytest.importorskip("skops.io", reason="the secure extra (skops) is not installed")
-    from baselines.runner import driver
+    from baselines.runtime import provenance
     from baselines.runner.persistence import load_model, save_model
     models = [(key, model) for key, model in fitted.items()]
     models += [((code, name + "+requirement"), model) for (code, name), model in with_requirements(fitted).items()]
     for (code, name), model in models:
         spec, train = sample(code, "train")
         path = tmp_path / f"{code}-{name}.model"
-        save_model(path, model, code, name.split("+")[0], [train], driver.versions())
-        loaded, metadata = load_model(path, code, driver.versions())
+        save_model(path, model, code, name.split("+")[0], [train], provenance.versions())
+        loaded, metadata = load_model(path, code, provenance.versions())
         assert metadata["payload_format"] == "skops"
         records = spec.load(sample(code, "dev")[1])
         assert repr(list(loaded.predict(records))) == repr(list(model.predict(records))), (code, name)

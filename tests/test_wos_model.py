@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from baselines.runner.driver import versions
+from baselines.runtime.provenance import versions
 from baselines.errors import ModelFileError
 from baselines.runner.persistence import load_model, save_model
 from baselines.tasks.wos import (CONTEXTS, DialogueStateTracker, ValueFinder, WosDialogue, WosTurn, gate_tokens,

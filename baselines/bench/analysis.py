@@ -8,7 +8,10 @@ from typing import Callable
 
 from baselines.data import sources
 
-from baselines.runner import driver, results
+from baselines.runner import evaluate as evaluation, results
+from baselines.errors import UsageError
+from baselines.runtime.provenance import machine, versions
+
 
 from baselines.runtime import memory
 from baselines.data.fileio import check_output_folder
@@ -31,7 +34,7 @@ def collect_texts(tasks: list[TaskSpec], data_dir: Path | None,
             records = task.load(path)
             before = len(texts)
             texts.update(dict.fromkeys(text for text in task.texts(records) if text.strip()))
-            files.append(driver.describe_file(path, len(records)))
+            files.append(evaluation.describe_file(path, len(records)))
             log(f"{task.code}: {path.name}: {len(records)} records, {len(texts) - before} new texts")
     return list(texts), files
 
@@ -87,8 +90,8 @@ def bench_analysis(texts: list[str], num_workers: int | None = None, rounds: int
         "targets": {"cold_vs_raw": ">= 0.90", "warm_speedup_over_cold": ">= 20"},
         "num_workers": num_workers,
         "peak_rss_mb": memory.rounded_peak_mb(),
-        "versions": driver.versions(),
-        "machine": driver.machine(),
+        "versions": versions(),
+        "machine": machine(),
     }
 
 
@@ -100,7 +103,7 @@ def analysis_report(tasks: list[TaskSpec], data_dir: Path | None, limit: int | N
     folder = sources.download_dir(data_dir)
     texts, files = collect_texts(tasks, folder, log)
     if not texts:
-        raise driver.UsageError(f"no KLUE text found under {folder}")
+        raise UsageError(f"no KLUE text found under {folder}")
     check_output_folder(results_dir)
     report = bench_analysis(texts[:limit] if limit else texts, num_workers=analysis.analyzer().num_workers, log=log)
     if command is not None:

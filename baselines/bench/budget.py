@@ -16,10 +16,10 @@ from typing import Callable, Sequence
 import click
 
 from baselines.bench import reproduce
-
-from baselines.runner import driver
+from baselines.errors import UsageError
 from baselines.runtime.parallel import answer_in_new_process, in_new_process
 from baselines.runner.registry import get_task
+from baselines.runtime.provenance import code_version, machine, versions
 from features.analysis import MorphemeAnalyzer
 
 SUITE_RATIO_BUDGET = 5.0  # the whole suite at most this many times raw Kiwi analysis of all its texts (#46)
@@ -57,7 +57,7 @@ def bench_budget(results_dir, task_codes: Sequence[str], run_command: click.Comm
     for row, record in reproduce.rerun(results_dir, task_codes, run_command, log,
                                        keep=lambda row: row.run == defaults[row.task]):
         if record is None:
-            raise driver.UsageError(f"{row.task}: its row's command could not be rerun")
+            raise UsageError(f"{row.task}: its row's command could not be rerun")
         paths = data_files(row.task, record)
         log(f"{row.task}: raw Kiwi on the texts of {', '.join(path.rsplit('/', 1)[-1] for path in paths)}")
         kiwi = in_new_process("baselines.bench.budget", {"code": row.task, "paths": paths},
@@ -75,7 +75,7 @@ def bench_budget(results_dir, task_codes: Sequence[str], run_command: click.Comm
                         "ratio": round(total / kiwi_total, 2) if kiwi_total else None,
                         "budget_ratio": SUITE_RATIO_BUDGET,
                         "within_budget": bool(kiwi_total) and total / kiwi_total <= SUITE_RATIO_BUDGET},
-              "versions": driver.versions(), "machine": driver.machine(), "code": driver.code_version()}
+              "versions": versions(), "machine": machine(), "code": code_version()}
     if command is not None:
         report["command"] = command
     return report

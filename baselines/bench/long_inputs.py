@@ -8,7 +8,9 @@ from typing import Any, Callable, Sequence
 
 from baselines.data import sources
 
-from baselines.runner import driver, results
+from baselines.runner import build, results
+from baselines.runtime.provenance import code_version, machine, versions
+
 
 from baselines.runtime import memory
 from baselines.data.fileio import check_output_folder
@@ -89,7 +91,7 @@ def long_inputs_report(tasks: Sequence[str], results_dir: Path, command: str | N
         analysis.configure(**settings, progress=progress)
     if command is not None:
         report["command"] = command
-    report.update(versions=driver.versions(), machine=driver.machine(), code=driver.code_version())
+    report.update(versions=versions(), machine=machine(), code=code_version())
     path = results.write_result(results_dir, results_dir / "long-inputs.json", report)
     return report, path
 
@@ -100,7 +102,7 @@ def _measure_tasks(report: dict, tasks: Sequence[str], log: Callable[[str], None
         folder = sources.sample_dir() / spec.folder
         train = spec.load(folder / spec.train_file)
         extras = {extra: folder / extra for extra in spec.extra_files}
-        _name, model = driver.build_model(spec, None, 0, spec.load_resources(extras))
+        _name, model = build.build_model(spec, None, 0, spec.load_resources(extras))
         model.fit(train, spec.targets(train))
         plain = spec.plain_inputs(spec.load(folder / spec.dev_file)[:1])[0]
         sizes = EOJEOLS if task == "dp" else CHARACTERS

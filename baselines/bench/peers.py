@@ -31,7 +31,10 @@ from kiwipiepy import Kiwi
 
 from baselines import errors
 from baselines.data.locate import locate
-from baselines.runner import driver
+from baselines.runner import evaluate as evaluation
+from baselines.errors import UsageError
+from baselines.runtime.provenance import code_version, machine, versions
+
 
 from baselines.runtime import memory
 from baselines.runtime.parallel import answer_in_new_process, in_new_process
@@ -47,7 +50,7 @@ def _needs(module: str, what: str) -> Any:
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise driver.UsageError(f"{what} is not installed: {EXTRA}") from None
+        raise UsageError(f"{what} is not installed: {EXTRA}") from None
 
 
 def hold_out(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -209,7 +212,7 @@ def _udpipe_sentences(udpipe, text: str):
         sentences.append(sentence)
         sentence = udpipe.Sentence()
     if error.occurred():
-        raise driver.UsageError(f"UDPipe could not read the CoNLL-U it was given: {error.message}")
+        raise UsageError(f"UDPipe could not read the CoNLL-U it was given: {error.message}")
     return sentences
 
 
@@ -229,7 +232,7 @@ def udpipe_dp(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, c
     data = clock.measure("fit", lambda: udpipe.Trainer.train("morphodita_parsito", training, udpipe.Sentences(),
                                                              "none", "none", options, error))
     if error.occurred():
-        raise driver.UsageError(f"UDPipe's trainer failed: {error.message}")
+        raise UsageError(f"UDPipe's trainer failed: {error.message}")
     with tempfile.TemporaryDirectory(prefix="klue-peers-") as folder:
         path = Path(folder) / "dp.udpipe"
         path.write_bytes(data)
@@ -237,7 +240,7 @@ def udpipe_dp(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, c
     pipeline = udpipe.Pipeline(model, "conllu", udpipe.Pipeline.NONE, udpipe.Pipeline.DEFAULT, "conllu")
     parsed = clock.measure("predict", lambda: pipeline.process(udpipe_conllu(dev, None), error))
     if error.occurred():
-        raise driver.UsageError(f"UDPipe's parser failed: {error.message}")
+        raise UsageError(f"UDPipe's parser failed: {error.message}")
     rows = []
     for record, block in zip(dev, [b for b in parsed.strip().split("\n\n") if b.strip()]):
         words = [line.split("\t") for line in block.split("\n") if line and not line.startswith("#")]
@@ -262,7 +265,7 @@ def measure(code: str, who: str, seed: int, data: dict, chosen: dict | None = No
     task = get_task(code)
     located = locate(task, data.get("data_dir"), data.get("train"), data.get("dev"))
     if who == "ours":
-        record, _predictions = driver.evaluate_task(task, located, seed=seed, log=log)
+        record, _predictions = evaluation.evaluate_task(task, located, seed=seed, log=log)
         # Scoring is left out of both sides' totals: the peer's predictions are scored by this toolkit too.
         seconds = {stage: value for stage, value in record["seconds"].items() if stage != "score"}
         return {"name": f"klue-baselines {record['model']}",
@@ -289,11 +292,11 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
                 log: Callable[[str], None] = lambda message: None) -> dict:
     """Ours and the task's peer, each in a new process with an empty analysis cache, and the ratios."""
     if code not in PEERS:
-        raise driver.UsageError(f"bench peers knows peers for {', '.join(PEERS)}, not {code}")
+        raise UsageError(f"bench peers knows peers for {', '.join(PEERS)}, not {code}")
     task = get_task(code)
     located = locate(task, data_dir, train, dev)
     if located.is_sample or located.train is None:
-        raise driver.UsageError(f"bench peers needs KLUE training and dev files: give "
+        raise UsageError(f"bench peers needs KLUE training and dev files: give "
                                 f"{errors.setting('--data-dir', 'data_dir')} (and {errors.setting('--train', 'train')} "
                                 f"for a partial training file)")
     data = {"data_dir": str(data_dir) if data_dir else None, "train": str(train) if train else None,
@@ -312,14 +315,14 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
     ours, peer = sides["ours"], {**sides["peer"], "choice": selection}
     report = {
         "task": code, "seed": seed, "method": __doc__.split("\n\n")[1].replace("\n", " "),
-        "files": [driver.describe_file(path) for path in (located.train, located.dev)],
+        "files": [evaluation.describe_file(path) for path in (located.train, located.dev)],
         "ours": ours, "peer": peer,
         "ratios": {"seconds": round(ours["total_seconds"] / peer["total_seconds"], 2),
                    "peak_rss": (round(ours["peak_rss_mb"] / peer["peak_rss_mb"], 2)
                                 if ours["peak_rss_mb"] and peer["peak_rss_mb"] else None),
                    "lead": {metric: round(ours["metrics"][metric] - peer["metrics"][metric], 4)
                             for metric in task.headline}},
-        "versions": driver.versions(), "machine": driver.machine(), "code": driver.code_version(),
+        "versions": versions(), "machine": machine(), "code": code_version(),
     }
     if command is not None:
         report["command"] = command

@@ -213,7 +213,7 @@ def code_notes(comparisons: Sequence[Comparison], here: str | None) -> list[str]
 
 def machine_notes(comparisons: Sequence[Comparison], here: dict[str, str]) -> list[str]:
     """For the rows whose scores differ, where they were recorded when that is not this machine (`here`, as
-    driver.machine() tells): Kiwi's analyses can differ between SIMD kernels, and with them the scores."""
+    provenance.machine() tells): Kiwi's analyses can differ between SIMD kernels, and with them the scores."""
     notes = {}
     for comparison in comparisons:
         if comparison.same or comparison.machine == here:

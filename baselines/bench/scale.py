@@ -23,7 +23,10 @@ from baselines.data.locate import locate
 from baselines.errors import setting
 from baselines.data import hf
 
-from baselines.runner import driver, results
+from baselines.runner import build, evaluate as evaluation, results
+from baselines.errors import UsageError
+from baselines.runtime.provenance import code_version, machine, versions
+
 
 from baselines.runtime import memory
 from baselines.runtime.parallel import answer_in_new_process, in_new_process
@@ -44,9 +47,9 @@ def training_set(task: TaskSpec, pool: Sequence, size: float, seed: int) -> tupl
     Returns the records and how many copies were made of the pool (0: none)."""
     wanted = round(size * official_train_size(task.code))
     if not pool:
-        raise driver.UsageError(f"{task.code}: no training records to build the scale sets from")
+        raise UsageError(f"{task.code}: no training records to build the scale sets from")
     if wanted > len(pool) and task.distinct_copy is None:
-        raise driver.UsageError(f"{task.code}: {size:g} x the official training size is {wanted} records and the "
+        raise UsageError(f"{task.code}: {size:g} x the official training size is {wanted} records and the "
                                 f"training file has {len(pool)}; give the full official file")
     order = np.random.default_rng(seed).permutation(len(pool))
     shuffled = [pool[i] for i in order]
@@ -67,7 +70,7 @@ def measure_point(code: str, size: float, model_name: str | None, seed: int, dat
     dev = task.load(located.dev)
     pool = task.load(located.train) if located.train else dev
     train, copies = training_set(task, pool, size, seed)
-    name, model = driver.build_model(task, model_name, seed, resources)
+    name, model = build.build_model(task, model_name, seed, resources)
     loaded = time.perf_counter()
     model.fit(train, task.targets(train))
     fitted = time.perf_counter()
@@ -99,7 +102,7 @@ def bench_scale(code: str, sizes: Sequence[float] = SIZES, model_name: str | Non
     task = get_task(code)
     located = locate(task, data_dir, train, dev)  # checked here, before any process starts
     if located.is_sample:
-        raise driver.UsageError(f"the scale benchmark needs KLUE data: give {setting('--data-dir', 'data_dir')} (the "
+        raise UsageError(f"the scale benchmark needs KLUE data: give {setting('--data-dir', 'data_dir')} (the "
                                 f"shipped sample is "
                                 "a few dozen records)")
     data = {"data_dir": str(data_dir) if data_dir else None, "train": str(train) if train else None,
@@ -117,12 +120,12 @@ def bench_scale(code: str, sizes: Sequence[float] = SIZES, model_name: str | Non
     report = {
         "task": code, "model": points[-1]["model"], "official_train_records": official_train_size(code),
         "seed": seed, "method": __doc__.split("\n\n")[1].replace("\n", " "),
-        "files": [driver.describe_file(path) for path in (located.train, located.dev) if path is not None],
+        "files": [evaluation.describe_file(path) for path in (located.train, located.dev) if path is not None],
         "points": points,
         "fit_exponent": growth_exponent(trained, [point["seconds"]["fit"] for point in points]),
         "fit_predict_exponent": growth_exponent(
             trained, [point["seconds"]["fit"] + point["seconds"]["predict"] for point in points]),
-        "versions": driver.versions(), "machine": driver.machine(), "code": driver.code_version(),
+        "versions": versions(), "machine": machine(), "code": code_version(),
     }
     full = next((point for point in points if point["size"] == 1), None)
     if full is not None:

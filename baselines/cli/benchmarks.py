@@ -8,7 +8,10 @@ import click
 from baselines import api
 from baselines.bench import analysis as analysis_bench
 from baselines.bench import budget, long_inputs, reproduce
-from baselines.runner import driver, results
+from baselines.runner import results
+from baselines.errors import UsageError
+from baselines.runtime.provenance import code_version, machine
+
 from baselines.runner.registry import TASK_CODES, get_task
 from baselines.cli._console import _print_table, command_line, console, friendly_errors
 from baselines.cli._options import (cv_option, data_dir_option, dev_option, evaluation_options, model_name_option,
@@ -159,7 +162,7 @@ def bench_budget_command(ctx, task_codes, results_dir: Path) -> None:
     same texts in the same run, and report each task's seconds as a multiple of it, with the suite's."""
     report = budget.bench_budget(results_dir, task_codes or TASK_CODES, run, command_line(), console(ctx).log)
     if not report["tasks"]:
-        raise driver.UsageError(f"no default rows to rerun in {results_dir}")
+        raise UsageError(f"no default rows to rerun in {results_dir}")
     path = results.write_result(results_dir, results_dir / "budget.json", report)
     _print_table(["task", "seconds", "raw Kiwi s", "multiple"],
                  [[code, f"{task['seconds']:.1f}", f"{task['raw_kiwi']['seconds']:.1f}", f"{task['ratio']:.2f}x"]
@@ -214,16 +217,16 @@ def reproduce_command(ctx, task_codes, results_dir: Path) -> None:
     out = console(ctx)
     comparisons = reproduce.reproduce(results_dir, task_codes or TASK_CODES, run, log=out.log)
     if not comparisons:
-        raise driver.UsageError(f"no recorded runs in {results_dir}")
+        raise UsageError(f"no recorded runs in {results_dir}")
     # Four decimals: the digits a record keeps, so that any difference shows.
     _print_table(["task", "run", "metric", "committed", "rerun", ""],
                  [[c.task, c.run, c.metric, results.format_score(c.committed, digits=4),
                    results.format_score(c.rerun, digits=4), "same" if c.same else "DIFFERENT"] for c in comparisons])
     different = sum(not c.same for c in comparisons)
     click.echo(f"{len(comparisons) - different} of {len(comparisons)} recorded scores reproduced")
-    for note in reproduce.code_notes(comparisons, driver.code_version().get("git_commit")):
+    for note in reproduce.code_notes(comparisons, code_version().get("git_commit")):
         click.echo(note)
-    for note in reproduce.machine_notes(comparisons, driver.machine()):
+    for note in reproduce.machine_notes(comparisons, machine()):
         click.echo(note)
     if different:
         ctx.exit(1)

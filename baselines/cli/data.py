@@ -8,11 +8,12 @@ import click
 from baselines.data.locate import locate
 from baselines.data import sources
 from baselines.data.fileio import check_output_folder
-from baselines.runner import driver
+
 from baselines.runner.registry import TASK_CODES, all_tasks, get_task
 from baselines.cli._console import console, friendly_errors
 from baselines.cli._options import task_codes_argument
 from baselines.cli._app import main
+from baselines.errors import UsageError
 
 
 @main.command()
@@ -22,7 +23,7 @@ def tasks(data_dir: Path | None) -> None:
     for task in all_tasks():
         try:
             data = locate(task, data_dir)
-        except driver.UsageError:
+        except UsageError:
             data = None
         click.echo(f"{task.code:5} {task.title}")
         click.echo(f"      models: {', '.join(task.models)} (default {task.default_model}); "

@@ -209,7 +209,7 @@ def saved_type_names(task: str) -> frozenset[str]:
             continue
         seen.add(spec.code)
         parts += spec.saved_types
-        for requirement in spec.requires:  # as the driver sets them (driver.requirement_value)
+        for requirement in spec.requires:  # as the model is built with them (build.requirement_value)
             if requirement.provides == "gazetteer":
                 parts.append(EntityGazetteer)
             else:

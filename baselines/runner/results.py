@@ -36,7 +36,7 @@ ANCHORS = {
 }
 
 
-# What each protocol name (driver.protocol_name) means. Only `official` is the design of published numbers
+# What each protocol name (evaluate.protocol_name) means. Only `official` is the design of published numbers
 # (which are test scores: ours are dev scores either way).
 PROTOCOLS = {
     "official": "train on the whole official train file, score the whole official dev file",

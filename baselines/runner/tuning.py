@@ -52,7 +52,7 @@ def parse_assignments(assignments: Sequence[str]) -> dict[str, Any]:
 
 def fold_splits(task: TaskSpec, records: Sequence, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """(train, held-out) index arrays of `folds` shuffled folds over `records`, whole groups in one fold
-    where the task has groups (MRC passages, WoS dialogues). The driver's cross-fitting and `tune` both cut
+    where the task has groups (MRC passages, WoS dialogues). Evaluation's cross-fitting and `tune` both cut
     their folds here."""
     indices = np.arange(len(records))
     if task.group is not None:
