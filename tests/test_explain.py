@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -85,13 +86,20 @@ def test_the_command_prints_sections_and_examples(tmp_path):
     assert all(len(weights) == 2 for weights in as_json["sections"].values())
 
 
+# A name of NER's features: what it describes, then where ([-1] the character before, [0,+2] this one to two after).
+NER_FEATURE_NAME = re.compile(r"(char|chars|class|morph|eojeol|stem|gazetteer)(\.[a-z0-9]+)*(,[a-z]+)?(\[[-+0-9,]+\])?")
+
+
 @pytest.fixture(scope="module")
 def ner_model():
     return api.fit("ner", api.data_file("ner", "train"), log=api.quiet)
 
 
-def test_every_ner_feature_reads_in_words(ner_model):
-    from baselines.tasks.ner import FEATURE_WORDS, character_features
+def test_every_ner_feature_name_reads_as_it_is(ner_model):
+    """Feature names say what they describe ('morph.form[+1]', 'gazetteer.type'), with no table to look up."""
+    from collections import Counter
+
+    from baselines.tasks.ner import character_features, type_features
     from features.analysis import analyze
     from features.gazetteer import EntityGazetteer
     records = api.load("ner", api.data_file("ner", "dev"))[:40]
@@ -99,14 +107,16 @@ def test_every_ner_feature_reads_in_words(ner_model):
     keys = {key.split("=")[0] for record, analysis in zip(records, analyze(r.text for r in records))
             for row in character_features(record.text, analysis, [["x/NNG"]] * len(analysis.forms),
                                           {}, names) for key in row}
-    assert {"gz", "gzt"} <= keys
-    assert keys <= set(FEATURE_WORDS), keys - set(FEATURE_WORDS)
+    keys |= {key.split("=")[0] for key in type_features(Counter({"PS": 2, "O": 1}))}  # a morpheme's prior types
+    assert {"morph.typed", "morph.seen", "gazetteer.type", "morph.near", "char[-2]", "chars[0,+2]", "stem.place"} <= keys
+    unreadable = sorted(key for key in keys if not NER_FEATURE_NAME.fullmatch(key))
+    assert not unreadable, unreadable
     sections = api.explain("ner", ner_model, top_k=5)["sections"]
     labels = [name.split()[1] for name in sections if name.startswith("label ")]
     assert labels and all(label == "O" or label[:2] in ("B-", "I-") for label in labels)  # IOB2, as predicted
     for name, items in sections.items():
         if name != "transitions":
-            assert all(":" not in item["feature"].split(" ")[0] for item in items), items
+            assert all(NER_FEATURE_NAME.fullmatch(re.split("[:=]", item["feature"])[0]) for item in items), items
 
 
 def test_ner_explains_each_characters_tag_as_predict_tags_it(ner_model, tmp_path):
@@ -125,4 +135,4 @@ def test_ner_explains_each_characters_tag_as_predict_tags_it(ner_model, tmp_path
     result = CliRunner().invoke(main, ["-q", "explain", "ner", "--top", "1", "--input", str(path)])
     assert result.exit_code == 0, result.output
     first = next(line for line in result.output.splitlines() if line.startswith("  이"))
-    assert first.split()[1] == "B-PS" and "morpheme" in first
+    assert first.split()[1] == "B-PS" and "morph." in first

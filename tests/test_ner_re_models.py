@@ -8,11 +8,12 @@ from array import array
 import numpy as np
 import pytest
 
+from baselines.errors import ModelFileError
 from baselines.runtime.provenance import versions
 from baselines.runner.persistence import load_model, save_model
 from baselines.runner.registry import get_task
 from baselines.runner.tuning import fold_splits
-from baselines.tasks.ner import (CharacterCRF, NerSentence, character_features, feature_in_words, iobes_to_iob2,
+from baselines.tasks.ner import (CharacterCRF, NerSentence, character_features, iobes_to_iob2,
                                  jackknifed_type_features, morpheme_types, most_probable_iob2, repair_iob2,
                                  to_iobes)
 from baselines.tasks.re import (Entity, ReExample, RelationClassifier, dependency_path_features, entity_characters,
@@ -27,29 +28,30 @@ def test_character_features_on_mixed_scripts_and_zero_length_morpheme():
     text = "BTS는 2021년 漢字 😀"
     rows = character_features(text, analyze([text])[0])
     assert len(rows) == len(text)
-    assert rows[0]["k"] == "UP" and rows[0]["c+1"] == "T"
-    assert rows[text.index("2")]["k"] == "DG" and rows[text.index("漢")]["k"] == "HJ"
-    assert rows[text.index(" ")]["k"] == "SP" and "mt" not in rows[text.index(" ")]
+    assert rows[0]["class"] == "upper" and rows[0]["char[+1]"] == "T"
+    assert rows[text.index("2")]["class"] == "digit" and rows[text.index("漢")]["class"] == "hanja"
+    space = rows[text.index(" ")]
+    assert space["class"] == "space" and space["char"] == "<space>" and "morph.tag" not in space
     # A hand-made analysis whose second morpheme has no characters: features still cover every character.
     zero = Analysis("가나", ["가", "ㄴ", "나"], ["NNG", "ETM", "NNG"], array("i", [0, 1, 1]), array("i", [1, 1, 2]))
     rows = character_features("가나", zero)
-    assert [r["mf"] for r in rows] == ["가", "나"]
+    assert [r["morph.form"] for r in rows] == ["가", "나"]
 
 
 def test_character_features_carry_the_covering_morphemes_neighbours():
     text = "축구 경기"
     analysis = analyze([text])[0]
     rows = character_features(text, analysis, neighbour_tokens(analysis, 10))
-    assert "nb=농구/NNG" in rows[0] and "nb=농구/NNG" in rows[1]
-    assert not any(name.startswith("nb=") for name in rows[2])  # the space
-    assert not any(name.startswith("nb=") for name in character_features(text, analysis)[0])
+    assert "morph.near=농구/NNG" in rows[0] and "morph.near=농구/NNG" in rows[1]
+    assert not any(name.startswith("morph.near=") for name in rows[2])  # the space
+    assert not any(name.startswith("morph.near=") for name in character_features(text, analysis)[0])
 
 
 def test_every_character_of_a_stem_sees_its_first_and_last_characters():
     text = "해양수산부는 발표했다"
     rows = character_features(text, analyze([text])[0])
-    assert (rows[0]["sf1"], rows[0]["sl1"], rows[0]["sl2"]) == ("해", "부", "산부")
-    assert rows[4]["sl1"] == "부" and "sl1" not in rows[5]  # the particle 는 is outside the stem
+    assert (rows[0]["stem.first"], rows[0]["stem.last"], rows[0]["stem.last2"]) == ("해", "부", "산부")
+    assert rows[4]["stem.last"] == "부" and "stem.last" not in rows[5]  # the particle 는 is outside the stem
 
 
 def test_type_priors_of_a_sentence_come_from_the_other_folds_only():
@@ -59,11 +61,11 @@ def test_type_priors_of_a_sentence_come_from_the_other_folds_only():
     typed = [morpheme_types(a, t) for a, t in zip(analyses, tags)]
     assert ("서울\tNNP", "LC") in typed[0] and ("서울\tNNP", "OG") in typed[1]
     priors = jackknifed_type_features(typed, 3)
-    assert priors[0]["서울\tNNP"] == {"ty=OG": 1.0, "ty#": 0.1}  # only the second sentence counts
+    assert priors[0]["서울\tNNP"] == {"morph.typed=OG": 1.0, "morph.seen": 0.1}  # only the second sentence counts
     assert priors[2]["부산\tNNP"] == {}  # seen in its own fold only: no prior at all
     model = CharacterCRF(max_iterations=5, neighbours=0, type_folds=3).fit(
         [NerSentence(str(i), text) for i, text in enumerate(texts)], tags)
-    assert model.morpheme_types_["서울\tNNP"] == {"ty=LC": 0.5, "ty=OG": 0.5, "ty#": 0.2}
+    assert model.morpheme_types_["서울\tNNP"] == {"morph.typed=LC": 0.5, "morph.typed=OG": 0.5, "morph.seen": 0.2}
 
 
 def test_iob2_repair():
@@ -267,13 +269,14 @@ def test_the_ner_crf_reads_a_gazetteer_of_the_re_training_files_names(tmp_path):
 
     text = "홍길동은 한빛전자에 다닌다"
     rows = character_features(text, analyze([text])[0], gazetteer=EntityGazetteer([("홍길동", "PER"), ("한빛전자", "ORG")]))
-    assert [row.get("gz") for row in rows[:4]] == ["BPER", "IPER", "EPER", None]
-    assert [row.get("gzt") for row in rows[5:10]] == ["ORG"] * 4 + [None]
+    assert [row.get("gazetteer.type,place") for row in rows[:4]] == ["PER,first", "PER,inside", "PER,last", None]
+    assert [row.get("gazetteer.type") for row in rows[5:10]] == ["ORG"] * 4 + [None]
     compound = "신한빛전자 사장"  # the name inside a word: found only with gazetteer_inside
     names = EntityGazetteer([("한빛전자", "ORG")])
-    assert not any("gz" in row for row in character_features(compound, analyze([compound])[0], gazetteer=names))
+    assert not any("gazetteer.type" in row for row in character_features(compound, analyze([compound])[0], gazetteer=names))
     inside = character_features(compound, analyze([compound])[0], gazetteer=names, gazetteer_inside=3)
-    assert [row.get("gz") for row in inside[:6]] == [None, "BORG", "IORG", "IORG", "EORG", None]
+    assert [row.get("gazetteer.type,place") for row in inside[:6]] == [None, "ORG,first", "ORG,inside", "ORG,inside", "ORG,last",
+                                                                None]
     re_train = sample_dir() / "klue-re-v1.1" / "klue-re-v1.1_train.json"
     model = api.make_model("ner", max_iterations=5, re_train=str(re_train))
     names = {(e.word, e.type) for r in api.load("re", re_train) for e in (r.subject, r.object) if len(e.word) >= 2}
@@ -281,10 +284,24 @@ def test_the_ner_crf_reads_a_gazetteer_of_the_re_training_files_names(tmp_path):
     records = api.load("ner", sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv")
     model.fit(records, [r.tags for r in records])
     learnt = {attribute for attribute, _label in model.crf_.state_features_}
-    assert {"gzt:PER", "gzt:ORG"} <= learnt  # the CRF weighs what the names' types say
-    assert feature_in_words("gz:BPER") == "first character of a gazetteer name of type PER"
+    assert {"gazetteer.type:PER", "gazetteer.type:ORG", "gazetteer.type,place:PER,first"} <= learnt  # weighed by the CRF
     names = model.gazetteer.types
     # Saved by a version before the gazetteer, a model is refused, not read until it fails.
     loaded = assert_persists_and_refused_without(tmp_path, model, "ner", "crf", records[:20], "gazetteer",
                                                  "without the hyper-parameters gazetteer; train the model again")
     assert loaded.gazetteer.types == names
+
+
+def test_a_crf_saved_with_the_old_coded_feature_names_is_refused_on_loading(tmp_path):
+    import sklearn_crfsuite
+    records = [NerSentence("a", "서울 시"), NerSentence("b", "부산 시")]
+    tags = [["B-LC", "I-LC", "O", "O"], ["B-LC", "I-LC", "O", "O"]]
+    model = CharacterCRF(max_iterations=3, neighbours=0, type_folds=0).fit(records, tags)
+    assert model.layout_mismatch() is None
+    path = tmp_path / "ner.model"
+    coded = sklearn_crfsuite.CRF(max_iterations=3)  # as versions before 0.2 named them: 'c', 'k-1', 'mf+1'
+    coded.fit([[{"c": c, "k": "HG"} for c in record.text] for record in records], tags)
+    model.crf_ = coded
+    save_model(path, model, "ner", "crf", [], versions())
+    with pytest.raises(ModelFileError, match="feature names were codes; train the model again"):
+        load_model(path, "ner", versions())

@@ -223,10 +223,10 @@ def most_probable_iob2(marginals: Sequence[dict[str, float]], outside_weight: fl
 
 
 def _position(index: int, start: int, end: int) -> str:
-    """Where a character sits in a unit: S single, B begin, E end, I inside."""
+    """Where a character sits in a unit: only, first, last or inside."""
     if end - start <= 1:
-        return "S"
-    return "B" if index == start else "E" if index == end - 1 else "I"
+        return "only"
+    return "first" if index == start else "last" if index == end - 1 else "inside"
 
 
 def eojeol_stems(text: str, analysis: Analysis, tags: list[str]) -> list[tuple[int, int]]:
@@ -262,9 +262,9 @@ def type_features(counts: Counter) -> dict[str, float]:
     """How a morpheme was tagged in training: the share of each type ('O' included) and how often it was
     seen (capped at 10, scaled to 1)."""
     total = sum(counts.values())
-    features = {f"ty={kind}": count / total for kind, count in sorted(counts.items()) if count}
+    features = {f"morph.typed={kind}": count / total for kind, count in sorted(counts.items()) if count}
     if features:
-        features["ty#"] = min(total, 10) / 10
+        features["morph.seen"] = min(total, 10) / 10
     return features
 
 
@@ -290,55 +290,13 @@ def jackknifed_type_features(typed: Sequence[Sequence[tuple[MorphemeKey, str]]],
     return features
 
 
-# character_features' keys in words, for `explain` (a test checks that every key has its words here).
-FEATURE_WORDS = {
-    "c": "character", "k": "character class", "c-1": "previous character", "c+1": "next character",
-    "c-2": "character two before", "c+2": "character two after", "k-1": "previous character's class",
-    "k+1": "next character's class", "k-1k": "classes of the previous and this character",
-    "kk+1": "classes of this and the next character", "c-1c": "previous and this character",
-    "cc+1": "this and the next character", "c-1cc+1": "previous, this and next character",
-    "c-2c-1c": "two characters before and this one", "cc+1c+2": "this character and the two after",
-    "mt": "morpheme tag", "mp": "place in the morpheme and its tag", "mf": "morpheme form",
-    "mt-1": "previous morpheme tag", "mt+1": "next morpheme tag", "mf-1": "previous morpheme form",
-    "mf+1": "next morpheme form", "nb": "morpheme near in Kiwi's language model:",
-    "ty": "share of the morpheme's training occurrences tagged", "ty#": "how often the morpheme was seen in training",
-    "ep": "place in the eojeol", "wl": "eojeol length", "ws": "eojeol shape",
-    "sp": "place in the eojeol's stem", "st": "eojeol stem", "st-1": "previous eojeol's stem",
-    "st+1": "next eojeol's stem", "sf1": "first character of the stem", "sl1": "last character of the stem",
-    "sl2": "last two characters of the stem",
-    "gz": "character of a gazetteer name", "gzt": "inside a gazetteer name of type",
-}
-
-
-CLASS_WORDS = {"HG": "Hangul", "JM": "jamo", "DG": "digit", "UP": "capital", "LO": "small letter", "HJ": "Hanja",
-               "SP": "space", "PU": "punctuation", "OT": "other letter", "BD": "sentence edge"}
-PLACE_WORDS = {"B": "first", "I": "inside", "E": "last", "S": "only"}
-CLASS_KEYS = ("k", "k-1", "k+1", "k-1k", "kk+1")
-
-
-def feature_in_words(attribute: str) -> str:
-    """A crfsuite attribute as a person reads it: 'mf+1:년' -> 'next morpheme form 년', 'mp:BNNP' -> 'first
-    character of a morpheme tagged NNP', 'k-1:PU' -> "previous character's class punctuation", 'c: ' -> 'character
-    (space)'; one not in FEATURE_WORDS stays as it is."""
-    key, separator, value = attribute.partition(":")
-    if not separator:
-        key, separator, value = attribute.partition("=")
-    words = FEATURE_WORDS.get(key)
-    if words is None:
-        return attribute
-    if key == "mp" and value:  # a place and a tag: 'BNNP'
-        return f"{PLACE_WORDS.get(value[0], value[0])} character of a morpheme tagged {value[1:]}"
-    if key == "gz" and value:  # a place and a gazetteer type: 'BPER'
-        return f"{PLACE_WORDS.get(value[0], value[0])} character of a gazetteer name of type {value[1:]}"
-    if key == "sp" and value == "X":
-        return "after the eojeol's stem (a particle or ending)"
-    if key in ("ep", "sp") and value in PLACE_WORDS:
-        return f"{PLACE_WORDS[value]} character of the {'eojeol' if key == 'ep' else 'stem'}"
-    if key in CLASS_KEYS:  # one or two class codes
-        value = " + ".join(CLASS_WORDS.get(value[i:i + 2], value[i:i + 2]) for i in range(0, len(value), 2))
-    if value and not value.strip():
-        value = "(space)"
-    return f"{words} {value}".rstrip()
+# character_features' names for what they describe, so that an attribute reads as it is ('morph.form[+1]:년').
+# Class and place values are words too; every name maps one to one from the codes they replaced, so a CRF
+# trained with either learns the same weights in the same order.
+CLASS_NAMES = {"HG": "hangul", "JM": "jamo", "DG": "digit", "UP": "upper", "LO": "lower", "HJ": "hanja",
+               "SP": "space", "PU": "punct", "OT": "other", "BD": "edge"}
+PLACE_NAMES = {"B": "first", "I": "inside", "E": "last", "S": "only"}
+SPACE = "<space>"  # a space character as a value: 'char: ' would read as an empty one
 
 
 def iob2_label(label: str) -> str:
@@ -370,39 +328,47 @@ def character_features(text: str, analysis: Analysis,
     word_shapes = [shape(text[s:e]) for s, e in words]
     # The stem's first and last characters reach every character of it: '부' ends 해양수산부 and most
     # ministries, which a window of two characters cannot see from '해'.
-    stem_edges = [{"sf1": text[s], "sl1": text[e - 1], "sl2": text[max(e - 2, s):e]} if e > s else {}
-                  for s, e in stems]
+    stem_edges = [{"stem.first": text[s], "stem.last": text[e - 1], "stem.last2": text[max(e - 2, s):e]} if e > s
+                  else {} for s, e in stems]
 
-    def char(i: int) -> str:
+    def raw_char(i: int) -> str:
         return text[i] if 0 <= i < size else ("<s>" if i < 0 else "</s>")
 
+    def char(i: int) -> str:
+        return SPACE if 0 <= i < size and text[i] == " " else raw_char(i)
+
+    def text_at(first: int, last: int) -> str:
+        return "".join(raw_char(j) for j in range(first, last + 1))
+
     def kind(i: int) -> str:
-        return classes[i] if 0 <= i < size else "BD"
+        return CLASS_NAMES[classes[i] if 0 <= i < size else "BD"]
 
     def stem(w: int) -> str:
         return stem_texts[w] if 0 <= w < len(stem_texts) else "<none>"
 
     rows = []
-    for i, c in enumerate(text):
+    for i in range(size):
         features = {
-            "c": c, "k": kind(i), "c-1": char(i - 1), "c+1": char(i + 1), "c-2": char(i - 2), "c+2": char(i + 2),
-            "k-1": kind(i - 1), "k+1": kind(i + 1), "k-1k": kind(i - 1) + kind(i), "kk+1": kind(i) + kind(i + 1),
-            "c-1c": char(i - 1) + c, "cc+1": c + char(i + 1), "c-1cc+1": char(i - 1) + c + char(i + 1),
-            "c-2c-1c": char(i - 2) + char(i - 1) + c, "cc+1c+2": c + char(i + 1) + char(i + 2),
+            "char": char(i), "class": kind(i), "char[-1]": char(i - 1), "char[+1]": char(i + 1),
+            "char[-2]": char(i - 2), "char[+2]": char(i + 2), "class[-1]": kind(i - 1), "class[+1]": kind(i + 1),
+            "class[-1,0]": f"{kind(i - 1)},{kind(i)}", "class[0,+1]": f"{kind(i)},{kind(i + 1)}",
+            "chars[-1,0]": text_at(i - 1, i), "chars[0,+1]": text_at(i, i + 1), "chars[-1,+1]": text_at(i - 1, i + 1),
+            "chars[-2,0]": text_at(i - 2, i), "chars[0,+2]": text_at(i, i + 2),
         }
         m = morpheme_of[i]
         if m >= 0:
             start, end = analysis.starts[m], analysis.ends[m]
             last = len(tags) - 1
             features.update({
-                "mt": tags[m], "mp": _position(i, start, end) + tags[m], "mf": analysis.forms[m],
-                "mt-1": tags[m - 1] if m > 0 else "<s>", "mt+1": tags[m + 1] if m < last else "</s>",
-                "mf-1": analysis.forms[m - 1] if m > 0 else "<s>",
-                "mf+1": analysis.forms[m + 1] if m < last else "</s>",
+                "morph.tag": tags[m], "morph.tag,place": f"{tags[m]},{_position(i, start, end)}",
+                "morph.form": analysis.forms[m],
+                "morph.tag[-1]": tags[m - 1] if m > 0 else "<s>", "morph.tag[+1]": tags[m + 1] if m < last else "</s>",
+                "morph.form[-1]": analysis.forms[m - 1] if m > 0 else "<s>",
+                "morph.form[+1]": analysis.forms[m + 1] if m < last else "</s>",
             })
             if morpheme_neighbours is not None:
                 for token in morpheme_neighbours[m]:
-                    features[f"nb={token}"] = 1.0
+                    features[f"morph.near={token}"] = 1.0
             if morpheme_priors is not None:
                 features.update(morpheme_priors.get(morpheme_key(analysis.forms[m], analysis.tags[m]), {}))
         w = eojeol_of[i]
@@ -410,10 +376,10 @@ def character_features(text: str, analysis: Analysis,
             start, end = words[w]
             stem_start, stem_end = stems[w]
             features.update({
-                "ep": _position(i, start, end), "wl": str(min(end - start, 8)),
-                "ws": word_shapes[w] if len(word_shapes[w]) <= 8 else "<long>",
-                "sp": _position(i, stem_start, stem_end) if i < stem_end else "X",
-                "st": stem(w), "st-1": stem(w - 1), "st+1": stem(w + 1),
+                "eojeol.place": _position(i, start, end), "eojeol.length": str(min(end - start, 8)),
+                "eojeol.shape": word_shapes[w] if len(word_shapes[w]) <= 8 else "<long>",
+                "stem.place": _position(i, stem_start, stem_end) if i < stem_end else "after",
+                "stem": stem(w), "stem[-1]": stem(w - 1), "stem[+1]": stem(w + 1),
             })
             if i < stem_end:
                 features.update(stem_edges[w])
@@ -421,7 +387,7 @@ def character_features(text: str, analysis: Analysis,
     if gazetteer is not None:
         for start, end, kind in gazetteer.matches(text, gazetteer_inside):
             for i in range(start, end):
-                rows[i].update({"gz": _position(i, start, end) + kind, "gzt": kind})
+                rows[i].update({"gazetteer.type,place": f"{kind},{_position(i, start, end)}", "gazetteer.type": kind})
     return rows
 
 
@@ -472,8 +438,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
         L-BFGS (max_iterations). 'pa': passive-aggressive updates, one sentence at a time (Crammer et al. 2006;
         crfsuite's type 1, averaged), `epochs` passes over the training sentences in an order shuffled by
         `random_state`: the fit takes a third of L-BFGS's time. By 3-fold CV on the training sentences the two
-        are level (entity F1 81.74 and 81.67, character F1 86.92 and 87.13; results/tuning/ner-crf-algorithm.json),
-        but with the RE gazetteer L-BFGS leads in each fold (82.45 against 82.02;
+        are level, but with the RE gazetteer L-BFGS leads in each fold (results/tuning/ner-crf-algorithm.json,
         ner-crf-gazetteer-algorithm.json), so L-BFGS stays the default; 'pa' is the fast choice.
     epochs : int
         Passes over the training sentences with algorithm='pa'. 10, the best of 6, 8, 10, 12 and 15 by 3-fold CV
@@ -482,9 +447,8 @@ class CharacterCRF(TaskModel, BaseEstimator):
         With algorithm='pa', the largest step one sentence may take (crfsuite's C); smaller is more regularised.
         0.2 and 1 learn the same weights here (no step reaches 0.2); 0.05 and 0.01 score no better.
     max_iterations : int
-        L-BFGS iterations with algorithm='lbfgs'. 80, for time: 3-fold CV on the 5,000 training sentences
-        gives entity F1 81.66 at 80 and 81.77 at 110 (± 0.2-0.4 between folds;
-        results/tuning/ner-crf-max-iterations.json), and the fit takes a quarter less.
+        L-BFGS iterations with algorithm='lbfgs'. 80, for time: by 3-fold CV more iterations gain less than the
+        spread between folds (results/tuning/ner-crf-max-iterations.json), and the fit takes a quarter less.
     neighbours : int
         Nearest morphemes of the covering morpheme in Kiwi's CoNg model; 0 leaves them out.
     gazetteer : features.gazetteer.EntityGazetteer or None
@@ -493,9 +457,8 @@ class CharacterCRF(TaskModel, BaseEstimator):
         ORG, LOC, DAT, POH, NOH; the CRF learns what each says about its labels). None leaves it out.
     gazetteer_inside : int
         Names are looked for where a word starts, and names of at least this many characters inside words
-        too (a name in a compound: 삼성전자회장); 0: at word starts only. 3, by 3-fold CV on the training
-        sentences with the RE gazetteer: entity F1 82.33 (0) -> 82.45 (3), one fold of three lower; character F1
-        87.47 -> 87.62 (results/tuning/ner-crf-gazetteer-inside.json).
+        too (a name in a compound: 삼성전자회장); 0: at word starts only. 3, the best by 3-fold CV on the training
+        sentences with the RE gazetteer (results/tuning/ner-crf-gazetteer-inside.json).
     type_folds : int
         How a morpheme was tagged in training (type_features) is counted for each training sentence on the
         other folds of this many; 0 leaves these features out.
@@ -505,8 +468,8 @@ class CharacterCRF(TaskModel, BaseEstimator):
     decoding : 'viterbi' or 'marginal'
         'viterbi': each sentence's most probable tag sequence. 'marginal': each character's most probable IOB2
         tag on its own (its CRF marginals, B- and S- summed, I- and E- summed), then made valid IOB2; it
-        maximises the expected number of right characters, which character F1 counts. Viterbi, by 3-fold CV
-        on the training sentences: entity F1 81.74 against 81.50, character F1 86.92 for both
+        maximises the expected number of right characters, which character F1 counts. Viterbi: by 3-fold CV
+        on the training sentences it leads on entity F1 and ties on character F1
         (results/tuning/ner-crf-decoding.json).
     outside_weight : float in (0, 1]
         With marginal decoding, the O tag's probability is weighed by this before the most probable tag is
@@ -625,6 +588,15 @@ class CharacterCRF(TaskModel, BaseEstimator):
         if model is not None:
             self.crf_ = crf_from_model(model)
 
+    def layout_mismatch(self) -> str | None:
+        """What keeps this fitted CRF from tagging with this version's features (one saved when their names were
+        codes such as 'c-1'); None when it can. Every character has a 'class', so every CRF knows that name."""
+        if not hasattr(self, "crf_"):
+            return None
+        if not any(attribute.startswith("class:") for attribute in self.crf_.attributes_):
+            return "this NER model was saved by a version whose feature names were codes"
+        return None
+
     def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
         """Per IOB2 label (what predict returns), the character features that speak most for it, in words;
         with the IOBES scheme the CRF learns, a feature of a one-character entity (S-) shows under B- and
@@ -635,7 +607,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
         for (attribute, label), weight in self.crf_.state_features_.items():
             names, weights = by_label.setdefault(iob2_label(label), ([], []))
             marked = {"S-": " (a one-character entity)", "E-": " (an entity's last character)"}.get(label[:2], "")
-            names.append(feature_in_words(attribute) + marked)
+            names.append(attribute + marked)
             weights.append(weight)
         sections = {f"label {label}": strongest(names, weights, top_k)
                     for label, (names, weights) in sorted(by_label.items())}
@@ -665,7 +637,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
                     attribute, amount = (f"{key}:{value}", 1.0) if isinstance(value, str) else (key, float(value))
                     weight = weights.get((attribute, label))
                     if weight is not None and weight * amount:
-                        pushed.append((feature_in_words(attribute), weight * amount))
+                        pushed.append((attribute, weight * amount))
                 pushed.sort(key=lambda item: (-item[1], item[0]))
                 rows.append({"character": character, "tag": tag, "features": pushed[:top_k]})
             explained.append(rows)

@@ -153,7 +153,7 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
     ----------
     C : float
         Inverse L2 strength of the logistic regression. C, marks, neighbours, char_ngrams and stack_folds by
-        3-fold CV on the training pairs (results/tuning/nli-tfidf-lr-*.json: accuracy 65.60 -> 69.34).
+        3-fold CV on the training pairs (results/tuning/nli-tfidf-lr-*.json).
     ngram_range : (int, int)
         Morpheme n-gram range of the premise and hypothesis TF-IDF views.
     char_ngrams : (int, int) or None
@@ -172,8 +172,8 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
         learns from; 0 or 1: the logistic regression decides alone.
     embedding_alignment : bool
         Add features.pairs.embedding_alignment (how near the hypothesis's content morphemes are to the
-        premise's in Kiwi's CoNg embeddings, and back) to the pair features of both stages. By 3-fold CV on
-        the training pairs: accuracy 69.14 without, 69.34 with, higher in two folds of three
+        premise's in Kiwi's CoNg embeddings, and back) to the pair features of both stages. On by default: by
+        3-fold CV on the training pairs it raised accuracy in two folds of three
         (results/tuning/nli-tfidf-lr-embedding-alignment.json).
     n_jobs : int or None
         Processes that fit the logistic regression and its out-of-fold copies (the same models in any
@@ -314,8 +314,8 @@ class InferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEst
             for fold_model, (_train, held_out) in zip(fitted[1:], splits):
                 columns = np.searchsorted(self.classes_, fold_model.classes_)
                 out_of_fold[np.ix_(held_out, columns)] = fold_model.predict_proba(features[held_out])
-            # Early stopping holds out a random tenth of the rows: without a seed, each fit stopped elsewhere
-            # (80 to 102 trees, dev accuracy 62.50 to 63.23 over 9 runs of one command).
+            # Early stopping holds out a random tenth of the rows: without a seed, each fit stopped elsewhere,
+            # and one command gave another dev accuracy at each run.
             self.stacker_ = HistGradientBoostingClassifier(max_iter=300, learning_rate=0.05,
                                                            random_state=self.random_state)
             self.stacker_.fit(stacker_inputs(out_of_fold, dense), gold)

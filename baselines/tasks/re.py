@@ -550,8 +550,8 @@ TASK = TaskSpec(
     compare=compare,
     # The dependency-path features' parser: --param dp_train=FILE. RE's sentences are raw text, so the parser
     # learns from Kiwi's tags, as it will see them. First order with one perceptron: in 2-fold CV on the RE
-    # training pairs its paths scored as the default third-order parser's did (micro F1 77.60 against 77.62)
-    # and it parses a sentence in 3.4 ms against 9.2 ms (1,000 dev sentences; results/tuning/README.md).
+    # training pairs its paths scored as the default third-order parser's did, at a third of its parsing time
+    # (results/tuning/README.md).
     requires=(Requirement("dp", "dp_train", "parser", "a KLUE-DP training file in the official TSV format, whose "
                           "trees train the parser of the RE dependency-path features",
                           settings=(("pos", "kiwi"), ("order", 1), ("perceptrons", 1))),),

@@ -13,8 +13,8 @@ PUNCTUATION_TAGS = frozenset({"SF", "SP", "SS", "SE", "SO", "SW"})
 VERBAL_ENDINGS = ("EC", "EF", "ETM")  # an eojeol ending in one of these closes a clause
 ATTRIBUTES = ("form", "first_pos", "last_pos", "first_lemma", "last_lemma", "pos_pattern")  # what arcs read
 # The relation labeller also reads what follows the last content morpheme (a comma, a quote) and the last two
-# content tags (EP+EC: a tensed connective; NNG+JKS): in 3-fold CV on the training sentences under three seeds,
-# LAS micro +0.41, +0.37, +0.38 (results/tuning/README.md). Arcs keep the six above: their vocabulary ids, and
+# content tags (EP+EC: a tensed connective; NNG+JKS): higher LAS in 3-fold CV on the training sentences under
+# each of three seeds (results/tuning/README.md). Arcs keep the six above: their vocabulary ids, and
 # so their hashed slots, stay those the parser was tuned with.
 LABEL_ATTRIBUTES = ATTRIBUTES + ("trail", "last2")
 ROOT = {name: "<root>" for name in LABEL_ATTRIBUTES}

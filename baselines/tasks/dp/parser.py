@@ -250,7 +250,7 @@ class MstParser(TaskModel, BaseEstimator):
     what every training tree has: heads only to the right (KLUE-DP is head-final) and no crossing arcs (then
     Eisner's projective decoder, or its second- or third-order head-final form; else Chu-Liu-Edmonds). First-order
     training decodes freely, so the perceptron also learns from the mistakes that the shape would have hidden: in
-    3-fold CV on the training sentences, UAS 83.83 against 83.22 when training keeps to the shape as well
+    3-fold CV on the training sentences it beat training that keeps to the shape as well
     (results/tuning/README.md). Higher-order training needs the shape for exact decoding; its warm passes decode
     freely at first order.
 
@@ -260,8 +260,8 @@ class MstParser(TaskModel, BaseEstimator):
         Each perceptron's passes over the training sentences (after the warm ones, with second or third order).
     dimension : int
         Size of the hashed arc-feature space. 2**24 and min_count 2 by 3-fold CV on the training sentences
-        (results/tuning/dp-mst-dimension-min-count.json, dp-mst-min-count.json): UAS 82.69 at 2**22 and 1,
-        83.34 at 2**24 and 2.
+        (results/tuning/dp-mst-dimension-min-count.json, dp-mst-min-count.json): fewer collisions, and rare
+        values pooled.
     min_count : int
         An eojeol attribute must occur this often in training to get a vocabulary id (rarer values share
         the unknown id, so what is learnt of them carries over to unseen words).
@@ -271,9 +271,9 @@ class MstParser(TaskModel, BaseEstimator):
     label_features : 'arc', 'context' or 'tree'
         What the relation labeller sees of an arc (features.relation_features): its two ends, direction and
         distance ('arc'); also the eojeols beside the dependent and more of the head ('context'); also where
-        the dependent sits among its head's dependents in the parsed tree ('tree'). 'context' by 3-fold CV
-        on the training sentences (results/tuning/dp-mst-label-features.json): LAS micro 81.00 ('arc'),
-        81.13 ('context'), 81.09 ('tree'), each with label_min_count 2. Every kind reads the dependent's
+        the dependent sits among its head's dependents in the parsed tree ('tree'). 'context', the best by
+        3-fold CV on the training sentences (results/tuning/dp-mst-label-features.json). Every kind reads the
+        dependent's
         features.LABEL_ATTRIBUTES, the punctuation after it and its last two tags included.
     label_min_count : int
         A labeller feature must fire on this many training arcs to be kept (fewer, faster L-BFGS steps).
@@ -288,12 +288,11 @@ class MstParser(TaskModel, BaseEstimator):
         dependents (siblings: a subject beside an object, two adverbials) and of its leftmost one, decoded
         exactly for head-final projective trees (trees.head_final_sibling_tree, O(n^3)); used where the learnt
         shape is that (structure='learnt' and such training trees, as KLUE-DP's all are), else first order.
-        2 by 3-fold CV on the training sentences: UAS 84.03 against 83.83, higher in each fold
+        Order 2 beat order 1 in each fold of a 3-fold CV on the training sentences
         (results/tuning/dp-mst-order.json). 3: also scores of each arc with its head's own head (grandparents:
         a subject's verb and the clause that verb ends), decoded exactly as well
-        (trees.head_final_grand_sibling_tree, O(n^4)). 3, with 4 warm passes and 4 epochs, by 3-fold CV on the
-        training sentences under three seeds: UAS 84.03 against 83.86 for order 2 with 2 and 6 (the best order
-        2 setting, 83.88, has 2 and 4); above that former default under each seed
+        (trees.head_final_grand_sibling_tree, O(n^4)). 3, with 4 warm passes and 4 epochs: by 3-fold CV on the
+        training sentences under three seeds, above the best order-2 settings under each seed
         (results/tuning/dp-mst-order-2*.json).
     warm_epochs : int
         With second or third order, perceptron passes before the ``epochs`` ones that decode freely at first
@@ -301,13 +300,11 @@ class MstParser(TaskModel, BaseEstimator):
     perceptrons : int
         How many perceptrons are trained, each over its own random orders of the sentences (``warm_epochs``
         and ``epochs`` passes each); the parser's weights are the mean of their averaged weights. One
-        perceptron's weights depend on the order it met the sentences in (3-fold CV UAS moves by 0.3 from seed
-        to seed); the mean of several depends on it less. By 3-fold CV on the training sentences under three
-        seeds, perceptrons of 1 warm and 1 third-order pass (results/tuning/dp-mst-perceptrons*.json): UAS micro
-        83.46 / 84.36 / 84.50 / 84.58 for 1 / 4 / 8 / 16 of them, against 84.03 for one of 4 and 4 (the former
-        default); LAS micro 81.01 / 81.84 / 81.97 / 82.05 against 81.55. 4: as many passes as the former
-        default, so no slower; 8 gain 0.14 more for twice the time. The gain shrinks as training grows: on the
-        dev protocol (2,600 training sentences a fold) 4 score as one did (UAS 87.20 against 87.24).
+        perceptron's weights depend on the order it met the sentences in (3-fold CV UAS moves from seed to seed);
+        the mean of several depends on it less. 4 perceptrons of 1 warm and 1 third-order pass: as many passes
+        as one perceptron of 4 and 4, so no slower, and better by 3-fold CV under three seeds; 8 gain a little
+        more for twice the time, and the gain shrinks as training grows
+        (results/tuning/dp-mst-perceptrons*.json).
     name_features : bool
         Name the strongest arc features at the end of fit, for top_features and `explain`: the features are
         hashed, so their names can be found only from the training sentences. False leaves it out, a fifth of
@@ -490,9 +487,8 @@ class MstParser(TaskModel, BaseEstimator):
                        for seed in np.random.SeedSequence(self.random_state).spawn(self.perceptrons)]
         for perceptron in perceptrons:
             # With order 2 or 3, the warm passes come first and decode freely at first order: the arc weights
-            # learn from every mistake, as order 1's do, before the shape-bound higher-order passes (3-fold CV on
-            # the training sentences: order 2, UAS 83.61 without warm passes, 84.03 with 2;
-            # results/tuning/README.md).
+            # learn from every mistake, as order 1's do, before the shape-bound higher-order passes (better by
+            # 3-fold CV on the training sentences; results/tuning/README.md).
             perceptron.passes(self.warm_epochs if higher else self.epochs, arcs)
         siblings, grands = [], []
         if higher:

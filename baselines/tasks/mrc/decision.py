@@ -50,8 +50,8 @@ class AnswerDecision(BaseEstimator):
     and the threshold are the ones that earn most (EM + ROUGE-W) on held-out training questions.
 
     KLUE's unanswerable questions are written to match their passage as well as answerable ones do: in 5 grouped
-    folds over the partial dev file, their wording alone tells them apart with a ROC AUC of 0.63, and the share
-    of the question that the passage or its best sentence holds with 0.53.
+    folds over the partial dev file, neither their wording nor the share of the question that the passage or
+    its best sentence holds tells them apart much better than chance (measured in the README's MRC section).
 
     Parameters
     ----------
