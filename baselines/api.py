@@ -42,7 +42,7 @@ from baselines.runtime.parallel import Workers, local_jobs
 from baselines.runner.registry import TASK_CODES, all_tasks, get_task, task_code
 from baselines.taskspec import TaskSpec, align_predictions
 from features import analysis
-from baselines.errors import SampleDataWarning, UsageError, setting
+from baselines.errors import caller_stacklevel, SampleDataWarning, setting, UsageError
 from baselines.runtime.provenance import code_version, machine, versions
 
 PathLike = str | os.PathLike
@@ -125,7 +125,7 @@ def locate(task: str, data_dir: PathLike | None = None, train: PathLike | None =
         if log is progress.say:  # a notebook shows a warning apart; the CLI has its own line for it
             if task not in _SAMPLE_WARNED:
                 _SAMPLE_WARNED.add(task)
-                warnings.warn(SampleDataWarning(message), stacklevel=2)
+                warnings.warn(SampleDataWarning(message), stacklevel=caller_stacklevel())
         else:
             log(message)
     return data
@@ -266,7 +266,11 @@ def load_model(task: str, path: PathLike, trust_pickle: bool = False) -> tuple[s
 
 
 def _input_records(spec: TaskSpec, inputs: PathLike | Sequence) -> list:
-    """Records of an input file (official or raw JSONL), of records, or of plain inputs."""
+    """Records of an input file (official or raw JSONL), of records, or of plain inputs. A str names a file: one
+    that names none is taken for a text given alone, and refused with how to pass it."""
+    if isinstance(inputs, str) and not Path(inputs).expanduser().exists():
+        raise UsageError(f"{spec.code}: no file {inputs[:60]!r}; to give text rather than a file, pass a list, as "
+                         f"[{inputs[:40]!r}]")
     return load(spec.code, inputs) if _is_path(inputs) else spec.as_records(list(inputs))
 
 
@@ -614,18 +618,21 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
 
 @_named_task
 def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict, *,
-           errors: int = 10, data_dir: PathLike | None = None, plots_dir: PathLike | None = None) -> dict:
+           errors: int = 10, data_dir: PathLike | None = None, plots_dir: PathLike | None = None,
+           overwrite: bool = False) -> dict:
     """A teaching report: the official metrics; per class (a topic, an entity type, a relation) precision,
     recall, F1 and support, and the confusion matrix, where the task has classes; and the `errors` records
     that are most wrong (a confident error first), with their input, gold and prediction. With plots_dir,
-    its figures are drawn there too (see report_figures) and listed under 'figures'."""
+    its figures are drawn there too (see report_figures) and listed under 'figures': figures of an earlier report
+    there are replaced only with overwrite=True (a notebook cell run again), else refused before any work."""
     spec = get_task(task)
     plots_dir = _figures_folder(plots_dir)
-    if plots_dir is not None:
+    if plots_dir is not None and not overwrite:
         earlier = [path.name for path in report_figure_paths(plots_dir, task) if path.exists()]
-        if earlier:  # checked before any work, and never overwritten: they may be another run's figures
+        if earlier:  # they may be another run's figures
             raise UsageError(f"{plots_dir} already holds {', '.join(earlier)} from an earlier report: give "
-                                    f"another {setting('--plots', 'plots')} folder, or remove them")
+                             f"another {setting('--plots', 'plots')} folder, remove them, or "
+                             f"{setting('--overwrite', 'overwrite=True')}")
     records, rows, metrics = _scored(spec, gold, predictions, data_dir)
     aligned = align_predictions(records, rows)
     comparison = spec.compare(records, aligned)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 import threading
+from pathlib import Path
 from typing import Iterator
 
 from features.cache import CacheWarning
@@ -131,3 +133,16 @@ class RefusedCommandWarning(BaselinesWarning):
 
 # What the CLI reports as one line: the toolkit's own failures, and the features layer's one.
 EXPLAINED_ERRORS = (BaselinesError, EmbeddingFileError, TextTooLong)
+
+
+_PROJECT_FOLDERS = tuple(str(Path(__file__).resolve().parent.parent / name) + os.sep
+                         for name in ("baselines", "features"))
+
+
+def caller_stacklevel() -> int:
+    """The `stacklevel` for warnings.warn that points a warning at the first line outside this toolkit: the
+    notebook cell or script that called it, not the toolkit's own line that warns."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PROJECT_FOLDERS):
+        frame, level = frame.f_back, level + 1
+    return level

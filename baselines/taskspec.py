@@ -17,7 +17,7 @@ from baselines.data import formats, hf
 from baselines.data.fileio import DataError, read_jsonl
 from baselines.models.estimators import TaskModel
 from baselines.metrics.teaching import Comparison
-from baselines.errors import InputWarning, PredictionError
+from baselines.errors import caller_stacklevel, InputWarning, PredictionError
 from features.analysis import too_long
 from features.normalize import nfc
 
@@ -189,7 +189,8 @@ class TaskSpec:
                 several = len(empty) > 1
                 verb, answers = ("s have", "their predictions are") if several else (" has", "its prediction is")
                 warnings.warn(f"{len(empty)} {self.code} input{verb} an empty or whitespace-only text ({named}): "
-                              f"{answers} the model's answer for no words", InputWarning, stacklevel=2)
+                              f"{answers} the model's answer for no words", InputWarning,
+                              stacklevel=caller_stacklevel())
             return predict(model, records)
         return predicting
 

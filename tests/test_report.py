@@ -148,9 +148,14 @@ def test_a_second_report_does_not_overwrite_the_first_ones_figures(tmp_path):
     rows = api.predict("ynat", api.fit("ynat", api.data_file("ynat", "train"), "trivial"), dev)
     first = api.report("ynat", dev, rows, plots_dir=tmp_path)
     drawn = {path: Path(path).read_bytes() for path in first["figures"]}
-    with pytest.raises(api.UsageError, match="already holds ynat-confusion.png"):
+    with pytest.raises(api.UsageError, match="already holds ynat-confusion.png.*or overwrite=True"):
         api.report("ynat", dev, rows, plots_dir=tmp_path)
     assert {path: Path(path).read_bytes() for path in first["figures"]} == drawn
+    for path in first["figures"]:
+        Path(path).write_bytes(b"an earlier figure")
+    again = api.report("ynat", dev, rows, plots_dir=tmp_path, overwrite=True)  # a notebook cell run again
+    assert again["figures"] == first["figures"]
+    assert {path: Path(path).read_bytes() for path in again["figures"]} == drawn
 
 
 def test_terminal_tables_align_beside_hangul(tmp_path):

@@ -99,17 +99,19 @@ def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the whole report as JSON here.")
 @plots_option
+@click.option("--overwrite", is_flag=True, help="Replace the figures of an earlier report in the --plots folder.")
 @data_dir_option
 @click.pass_context
 @friendly_errors
 def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, error_count: int, out_path, plots_dir,
-                   data_dir):
+                   overwrite: bool, data_dir):
     """Per-class precision, recall, F1 and support, the confusion matrix and the worst errors of anyone's
     predictions: what a class looks at after the score. With --plots: the confusion heat map and F1 per
     class beside chance."""
     if out_path is not None:
         check_output_file(out_path, [gold_path, predictions_path])
-    report = api.report(task, gold_path, predictions_path, errors=error_count, data_dir=data_dir, plots_dir=plots_dir)
+    report = api.report(task, gold_path, predictions_path, errors=error_count, data_dir=data_dir, plots_dir=plots_dir,
+                        overwrite=overwrite)
     if out_path is not None:
         write_json_atomic(out_path, report)
     headline = api.task_spec(task).headline

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from features.characters import LONE_SURROGATE, without_lone_surrogates
-from baselines.errors import DataError, InputWarning
+from baselines.errors import caller_stacklevel, DataError, InputWarning
 
 
 # A lone surrogate can reach a str only through a JSON escape such as \ud800 (UTF-8 cannot encode one), so
@@ -40,7 +40,8 @@ def parse_json_text(text: str, path: Path, where: str | None = None) -> Any:
         if places:
             warnings.warn(InputWarning(
                 f"{path}: {len(places)} texts hold lone surrogate code points, which Kiwi cannot analyse; "
-                f"they are read with U+FFFD in their place (first: {', '.join(places[:3])})"))
+                f"they are read with U+FFFD in their place (first: {', '.join(places[:3])})"),
+                stacklevel=caller_stacklevel())
     return value
 
 

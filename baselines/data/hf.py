@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from baselines.data.fileio import DataError, looks_like_jsonl, read_jsonl
-from baselines.errors import InputWarning
+from baselines.errors import caller_stacklevel, InputWarning
 from baselines.metrics.scoring import NER_TAGS
 
 HF_EXTRA_HINT = 'reading parquet and save_to_disk files needs the hf extra: pip install "klue-baselines[hf]"'
@@ -219,7 +219,7 @@ def _warn_of_other_class_names(info_path: Path, features: Any, arrow_path: Path,
         if names is not None and carried is not None and names != carried:
             warnings.warn(f"{info_path} gives '{column}' the classes {', '.join(names)}, but {arrow_path.name} "
                           f"carries {', '.join(carried)}: read by dataset_info.json, as datasets.load_from_disk "
-                          f"reads it", InputWarning, stacklevel=2)
+                          f"reads it", InputWarning, stacklevel=caller_stacklevel())
 
 
 def _parquet_rows(path: Path) -> tuple[list[dict], Any]:

@@ -19,7 +19,11 @@ PLAIN_INPUT = Path("<plain input>")
 def records_from(X: Sequence, record_type: type, build: Callable[[Any, str, str], Any]) -> list:
     """X as a task's records. An item that is a record stays as it is; any other is a plain input (a str,
     a tuple, a dict shaped like a raw JSONL row) that build(item, guid, where) makes into one, with the
-    guid the dict gives or 'input-N'. A wrong plain input is a ValueError that names its position."""
+    guid the dict gives or 'input-N'. A wrong plain input is a ValueError that names its position; so is one
+    input given alone, where a list of them is expected (a str would be read as one input per character)."""
+    if isinstance(X, (str, bytes, dict, record_type)):
+        how = f"a list of sentences, as [{X[:40]!r}]" if isinstance(X, (str, bytes)) else "a list of them, [x] for one"
+        raise ValueError(f"expected a list of inputs, not one {type(X).__name__}: pass {how}")
     records = []
     for index, item in enumerate(X):
         if isinstance(item, record_type):
@@ -142,7 +146,18 @@ def plain_row(item: Any, where: str) -> dict:
     return item
 
 
-class FloorClassifier(TaskModel, DummyClassifier):
+class FloorInputs:
+    """For a floor on scikit-learn's DummyClassifier or DummyRegressor, which never reads X: X is still read as
+    the task's inputs, so that a wrong one (one str where a list is expected) is refused as every model does."""
+
+    def fit(self, X: Sequence, y: Sequence, sample_weight: Any = None):
+        return super().fit(self._records(X), y, sample_weight)
+
+    def predict(self, X: Sequence, *args: Any, **kwargs: Any):
+        return super().predict(self._records(X), *args, **kwargs)
+
+
+class FloorClassifier(TaskModel, FloorInputs, DummyClassifier):
     """A task's trivial floor on scikit-learn's DummyClassifier: with strategy='constant', a constant that is not
     one of the training labels is a TrainingDataError naming it and the labels (scikit-learn's own ValueError
     is raised only inside fit, with its own wording)."""
@@ -167,3 +182,6 @@ class FloorClassifier(TaskModel, DummyClassifier):
                 raise TrainingDataError(f"constant={self.constant!r} is not one of the training labels "
                                         f"({', '.join(labels)}): the constant floor predicts one of them")
         return super().fit(X, y, sample_weight)
+
+    def predict_proba(self, X: Sequence):
+        return super().predict_proba(self._records(X))

@@ -20,7 +20,7 @@ from joblib.parallel import BACKENDS
 
 from baselines.runtime import memory
 from features import analysis
-from baselines.errors import BackendError, UsageError
+from baselines.errors import BackendError, caller_stacklevel, UsageError
 from features.cache import CACHE_VARIABLE
 
 # Backends that joblib does not bring: the package that registers each, and the extra that installs it.
@@ -52,7 +52,7 @@ def local_jobs(jobs: int) -> int:
     cores = loky.cpu_count()
     if jobs > cores:
         warnings.warn(f"{jobs} jobs at once is more than the {cores} cores this process may use: running {cores} "
-                      f"at once")
+                      f"at once", stacklevel=caller_stacklevel())
         return cores
     return jobs
 

@@ -52,12 +52,10 @@ def heartbeat(label: str, log: Log, every: float = EVERY_SECONDS) -> Iterator[No
 
 
 def text_progress(log: Log) -> Callable[[str, int], contextlib.AbstractContextManager]:
-    """A progress bar factory for the Python API (as the CLI passes click's): tqdm's, which draws a widget in a
-    notebook and a bar in a terminal, where tqdm is installed; else a line through `log` at every tenth."""
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        tqdm = None
+    """A progress bar factory for the Python API (as the CLI passes click's): tqdm's where tqdm is installed, a
+    widget in a notebook that has ipywidgets and a text bar anywhere else; without tqdm, a line through `log` at
+    every tenth."""
+    tqdm = tqdm_bar()
 
     @contextlib.contextmanager
     def bar(label: str, length: int) -> Iterator:
@@ -67,6 +65,23 @@ def text_progress(log: Log) -> Callable[[str, int], contextlib.AbstractContextMa
             return
         yield _TenthsBar(label, length, log)
     return bar
+
+
+def tqdm_bar() -> Callable | None:
+    """tqdm's notebook widget where ipywidgets can draw it, else its text bar (tqdm.auto would warn in every cell
+    of a notebook without ipywidgets, 'IProgress not found', and draw the text bar anyway); None without tqdm."""
+    try:
+        import ipywidgets  # noqa: F401  (only whether it is there)
+    except ImportError:
+        ipywidgets = None
+    try:
+        if ipywidgets is not None:
+            from tqdm.auto import tqdm
+        else:
+            from tqdm.std import tqdm
+    except ImportError:
+        return None
+    return tqdm
 
 
 class _TenthsBar:

@@ -598,7 +598,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
         return None
 
     def top_features(self, top_k: int = 10) -> dict[str, list[tuple[str, float]]]:
-        """Per IOB2 label (what predict returns), the character features that speak most for it, in words;
+        """Per IOB2 label (what predict returns), the character features that speak most for it, by their names;
         with the IOBES scheme the CRF learns, a feature of a one-character entity (S-) shows under B- and
         one of an entity's last character (E-) under I-, marked so. Then the strongest label transitions
         (positive: likely, negative: unlikely)."""
@@ -619,7 +619,7 @@ class CharacterCRF(TaskModel, BaseEstimator):
     def character_contributions(self, X: Sequence, top_k: int = 3) -> list[list[dict]]:
         """Why each character got its tag: per sentence, per character, the IOB2 tag predicted and the
         `top_k` features that fired there with the largest state weight x value for that tag (the label the
-        CRF chose, IOBES inside), in words. Characters are those of the text in NFC, as the CRF reads it.
+        CRF chose, IOBES inside). Characters are those of the text in NFC, as the CRF reads it.
         The transitions between tags also count in the CRF's choice; they are the same for every sentence
         and are in top_features."""
         records = [NerSentence("", nfc_text(record.text).text, None) for record in self._fitted_records(X)]

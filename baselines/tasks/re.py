@@ -15,7 +15,7 @@ from sklearn.feature_extraction import DictVectorizer
 from baselines.models.linear import OrderedLogisticRegression
 from baselines.data import hf
 from baselines.metrics import scoring, tallies
-from baselines.errors import InputWarning
+from baselines.errors import caller_stacklevel, InputWarning
 from baselines.data.fileio import DataError, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.models.estimators import PLAIN_INPUT, FloorClassifier, TaskModel, plain_row, records_from
 from baselines.models.explain import LinearExplanation
@@ -189,7 +189,7 @@ def score(records: Sequence[ReExample], predictions: Sequence[dict], resources: 
     gold, predicted, probabilities, relations = scored_relations(records, predictions, resources)
     if probabilities is None:
         warnings.warn("re: AUPRC needs 'probs' (label -> probability) in every prediction; micro F1 only",
-                      InputWarning, stacklevel=2)
+                      InputWarning, stacklevel=caller_stacklevel())
     return scoring.score_re(gold, predicted, probabilities, relations)
 
 

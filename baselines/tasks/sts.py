@@ -20,8 +20,9 @@ from sklearn.preprocessing import normalize
 
 from baselines.metrics import scoring, tallies
 from baselines.data.fileio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
-from baselines.models.estimators import TaskModel, plain_pair, records_from
+from baselines.models.estimators import FloorInputs, TaskModel, plain_pair, records_from
 from baselines.models.params import FOLDS_OR_OFF, ITERATIONS, POSITIVE, SEED, Interval
+from baselines.errors import caller_stacklevel
 from baselines.metrics.teaching import Comparison
 from baselines.taskspec import (HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions,
                                 check_numbers, jsonl_records)
@@ -110,7 +111,8 @@ def scored_similarities(records: Sequence[StsExample], predictions: Sequence[dic
     outside = [p["guid"] for p in aligned if not 0 <= p["score"] <= 5]
     if outside:
         warnings.warn(InputWarning(f"{len(outside)} predicted scores are outside 0-5 (first: "
-                                   f"{', '.join(map(str, outside[:3]))}); scored as given, as the official code does"))
+                                   f"{', '.join(map(str, outside[:3]))}); scored as given, as the official code does"),
+                      stacklevel=caller_stacklevel())
     return targets(records), [float(p["score"]) for p in aligned]
 
 
@@ -122,7 +124,7 @@ def tally(records: Sequence[StsExample], predictions: Sequence[dict], resources:
     return tallies.tally_sts(*scored_similarities(records, predictions))
 
 
-class TrainingMean(TaskModel, DummyRegressor):
+class TrainingMean(TaskModel, FloorInputs, DummyRegressor):
     """The trivial floor: the mean training score for every pair (scikit-learn's DummyRegressor, with plain
     pairs and Pearson r as its score, which is undefined, NaN, for this constant prediction)."""
 

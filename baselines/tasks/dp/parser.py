@@ -16,7 +16,7 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils.validation import check_is_fitted
 
 from baselines.metrics import scoring
-from baselines.errors import InputWarning, TrainingDataError
+from baselines.errors import caller_stacklevel, InputWarning, TrainingDataError
 from baselines.models.estimators import TaskModel
 from baselines.models.explain import linear_top_features
 from baselines.models.linear import OrderedLogisticRegression
@@ -450,7 +450,7 @@ class MstParser(TaskModel, BaseEstimator):
                           f"eojeols, the most the parser decodes as one tree (the longest: "
                           f"{longest.guid or 'unnamed'}, {len(longest.words)}): the arc scorer learns without them, "
                           f"the labeller with them",
-                          InputWarning, stacklevel=2)
+                          InputWarning, stacklevel=caller_stacklevel())
         # The arcs' vocabulary holds only the attributes they read, so that the labeller's own leave their ids as
         # they were.
         counts = Counter(f"{name}={value}" for sentence in records for word in sentence.words
