@@ -26,6 +26,8 @@ from sklearn.base import clone
 from baselines.data.locate import TaskData
 from baselines.data.locate import locate as find_data
 from baselines.data import hf
+from baselines.display import html as html_display
+from baselines.display.html import Shown
 
 from baselines.metrics import significance
 
@@ -275,13 +277,24 @@ def _input_records(spec: TaskSpec, inputs: PathLike | Sequence) -> list:
 
 
 @_named_task
-def predict(task: str, model: Any, inputs: PathLike | Sequence) -> list[dict]:
+def predict(task: str, model: Any, inputs: PathLike | Sequence, log: Log = progress.say) -> list[dict]:
     """Prediction rows as `predict` writes them (one dict per input, keyed by guid, with the input and any
     gold label beside the prediction; plain inputs are named 'input-N'). `inputs` is a file, records, or
-    plain inputs."""
+    plain inputs (a list of them, even for one). Long work says how long it has run through `log`."""
     spec = get_task(task)
     records = _input_records(spec, inputs)
-    return evaluation.with_inputs(spec, records, spec.predict(model, records))
+    with progress.heartbeat(f"{task}: predicting {len(records)} inputs", log):
+        return evaluation.with_inputs(spec, records, spec.predict(model, records))
+
+
+@_named_task
+def show(task: str, rows: Sequence[dict], explanation: dict | None = None, limit: int | None = 50) -> Shown:
+    """Prediction rows (as `predict` returns them) drawn: NER's entities highlighted by type, DP's tree as arcs,
+    RE's relation between its marked entities, MRC's answer in its passage, labels and scores with their
+    likeliest classes, WoS's state after each user turn. With an `explanation` of the same inputs (`explain`
+    with inputs: YNAT, NLI, RE), each label beside the features that pushed it. A notebook shows the result
+    as it is; `.page()` is a page of its own and `.save(path)` writes it. At most `limit` rows (None: all)."""
+    return html_display.show(task, rows, explanation, limit)
 
 
 @_named_task
@@ -292,15 +305,17 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
     """`predict`: the prediction rows of an input file, from a saved model (`model_file`) or from `model` (see
     `model_name` for `pos`) trained on the training file first. With `output`, the rows are also written there,
     whole or not at all: as JSON Lines; with output_format='hf' as Hugging Face users keep predictions (JSON
-    Lines in the input's order, without guids, ClassLabel indices: see hf.to_hf_predictions); or in a format
-    of the task's own (DP: 'tsv', the official layout, and 'conllu')."""
+    Lines in the input's order, without guids, ClassLabel indices: see hf.to_hf_predictions); with 'html' as a
+    page that draws them (see `show`); or in a format of the task's own (DP: 'tsv', the official layout, and
+    'conllu')."""
     spec = get_task(task)
     writers = spec.prediction_files.writers
-    if output_format not in ("jsonl", "hf", *writers) or (output_format in writers and output is None):
+    if output_format not in ("jsonl", "hf", "html", *writers) or (output_format in ("html", *writers)
+                                                                 and output is None):
         own = ", ".join(f"{name} ({t.code})" for t in all_tasks() for name in t.prediction_files.writers)
-        raise UsageError(f"{setting('--format', 'output_format')} {output_format}: every task writes jsonl "
-                                f"and hf; {own} need {setting('--output FILE', 'output=FILE')} and exist for those "
-                                f"tasks only")
+        raise UsageError(f"{setting('--format', 'output_format')} {output_format}: every task writes jsonl, hf "
+                         f"and html (a page that draws them); html and {own} need "
+                         f"{setting('--output FILE', 'output=FILE')}, and {own} exist for those tasks only")
     if output is not None:
         check_output_file(Path(output), [Path(inputs), model_file, train])
     records = load(task, inputs)  # read before any training: a bad input fails at once
@@ -314,7 +329,9 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
                                 trust_pickle=trust_pickle, log=log, **params)
     rows = evaluation.with_inputs(spec, records, spec.predict(estimator, records))
     if output is not None:
-        if output_format in writers:
+        if output_format == "html":
+            html_display.show(task, rows, limit=None).save(Path(output))
+        elif output_format in writers:
             writers[output_format](Path(output), records, rows)
         else:
             write_jsonl_atomic(Path(output), hf.to_hf_predictions(task, rows) if output_format == "hf" else rows)

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 LAYERS = {
     "features": 0,
     **dict.fromkeys(["baselines", "baselines._moved", "baselines.errors", "baselines.taskspec", "baselines.data",
-                     "baselines.models", "baselines.metrics", "baselines.runtime"], 1),
+                     "baselines.models", "baselines.metrics", "baselines.runtime", "baselines.display"], 1),
     "baselines.tasks": 2,
     "baselines.runner": 3,
     "baselines.bench": 4,

@@ -108,7 +108,8 @@ def test_every_ner_feature_name_reads_as_it_is(ner_model):
             for row in character_features(record.text, analysis, [["x/NNG"]] * len(analysis.forms),
                                           {}, names) for key in row}
     keys |= {key.split("=")[0] for key in type_features(Counter({"PS": 2, "O": 1}))}  # a morpheme's prior types
-    assert {"morph.typed", "morph.seen", "gazetteer.type", "morph.near", "char[-2]", "chars[0,+2]", "stem.place"} <= keys
+    assert {"morph.typed", "morph.seen", "gazetteer.type", "morph.near", "char[-2]", "chars[0,+2]",
+            "stem.place"} <= keys
     unreadable = sorted(key for key in keys if not NER_FEATURE_NAME.fullmatch(key))
     assert not unreadable, unreadable
     sections = api.explain("ner", ner_model, top_k=5)["sections"]

@@ -273,10 +273,11 @@ def test_the_ner_crf_reads_a_gazetteer_of_the_re_training_files_names(tmp_path):
     assert [row.get("gazetteer.type") for row in rows[5:10]] == ["ORG"] * 4 + [None]
     compound = "신한빛전자 사장"  # the name inside a word: found only with gazetteer_inside
     names = EntityGazetteer([("한빛전자", "ORG")])
-    assert not any("gazetteer.type" in row for row in character_features(compound, analyze([compound])[0], gazetteer=names))
+    outside = character_features(compound, analyze([compound])[0], gazetteer=names)
+    assert not any("gazetteer.type" in row for row in outside)
     inside = character_features(compound, analyze([compound])[0], gazetteer=names, gazetteer_inside=3)
-    assert [row.get("gazetteer.type,place") for row in inside[:6]] == [None, "ORG,first", "ORG,inside", "ORG,inside", "ORG,last",
-                                                                None]
+    assert [row.get("gazetteer.type,place") for row in inside[:6]] == [
+        None, "ORG,first", "ORG,inside", "ORG,inside", "ORG,last", None]
     re_train = sample_dir() / "klue-re-v1.1" / "klue-re-v1.1_train.json"
     model = api.make_model("ner", max_iterations=5, re_train=str(re_train))
     names = {(e.word, e.type) for r in api.load("re", re_train) for e in (r.subject, r.object) if len(e.word) >= 2}
@@ -284,7 +285,7 @@ def test_the_ner_crf_reads_a_gazetteer_of_the_re_training_files_names(tmp_path):
     records = api.load("ner", sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv")
     model.fit(records, [r.tags for r in records])
     learnt = {attribute for attribute, _label in model.crf_.state_features_}
-    assert {"gazetteer.type:PER", "gazetteer.type:ORG", "gazetteer.type,place:PER,first"} <= learnt  # weighed by the CRF
+    assert {"gazetteer.type:PER", "gazetteer.type:ORG", "gazetteer.type,place:PER,first"} <= learnt  # weighed
     names = model.gazetteer.types
     # Saved by a version before the gazetteer, a model is refused, not read until it fails.
     loaded = assert_persists_and_refused_without(tmp_path, model, "ner", "crf", records[:20], "gazetteer",

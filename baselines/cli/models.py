@@ -77,9 +77,10 @@ def evaluate(ctx, task: str, model_path, trust_pickle: bool, data_dir, train_fil
 @param_option
 @seed_option
 @pos_option
-@click.option("--format", "output_format", type=click.Choice(["jsonl", "hf", *OWN_FORMATS]), default="jsonl",
+@click.option("--format", "output_format", type=click.Choice(["jsonl", "hf", "html", *OWN_FORMATS]), default="jsonl",
               show_default=True, help="hf: as Hugging Face users keep predictions (no guids, in the input's order, "
-                                      "ClassLabel indices); a task's own: "
+                                      "ClassLabel indices); html: a page that draws them (entities, trees, "
+                                      "answers); a task's own: "
                                       + ", ".join(f"{name} ({code})" for name, code in OWN_FORMATS.items()) + ".")
 @click.pass_context
 @friendly_errors
