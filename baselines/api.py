@@ -399,14 +399,52 @@ def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence 
     return explanation
 
 
-def explanation_table(explanation: dict) -> Any:
-    """An explanation's rows (see explain) as a pandas DataFrame where pandas is installed, else as the list of
-    dicts itself: either shows as a table in a notebook."""
+def analyze(text: str) -> Any:
+    """One text's morphemes as Kiwi finds them, a row each: the eojeol (word) it is in, its form, its tag (Kiwi's,
+    and the Sejong tag KLUE's data uses), and its character offsets; a pandas DataFrame where pandas is
+    installed, else the list of dicts. What every model's features start from."""
+    if not isinstance(text, str):
+        raise UsageError(f"analyze takes one text (a str), not {type(text).__name__}")
+    analysed = analysis.analyze([text])[0]
+    words = text.split()
+    rows = [{"eojeol": words[eojeol] if eojeol < len(words) else "", "form": form, "tag": tag,
+             "sejong_tag": sejong, "start": start, "end": end}
+            for eojeol, form, tag, sejong, start, end in zip(analysed.eojeols, analysed.forms, analysed.tags,
+                                                             analysed.sejong_tags, analysed.starts, analysed.ends)]
+    return _table(rows)
+
+
+@_named_task
+def features(task: str, model: Any, item: Any, top: int = 20) -> Any:
+    """The features a fitted model sees in one input (a title, a sentence pair, an RE row, ...), with how much
+    each pushed its prediction: the `top` strongest, as a table (see analyze); for NER, per character. Needs a
+    model that explain can read per input (YNAT, NLI, RE, NER)."""
+    explanation = explain(task, model, top_k=1, inputs=[item], per_input=top)
+    return _table([row for row in explanation["rows"] if "guid" in row])
+
+
+def _table(rows: list[dict]) -> Any:
+    """Rows as a pandas DataFrame where pandas is installed, else as they are: either shows as a table."""
     try:
         import pandas
     except ImportError:
-        return list(explanation["rows"])
-    return pandas.DataFrame(explanation["rows"])
+        return rows
+    return pandas.DataFrame(rows)
+
+
+def use_korean_font() -> str:
+    """Let your own matplotlib figures show Hangul and the minus sign (NanumGothic, from the `plots` extra) from
+    here on; the toolkit's own figures need no call. Returns the font's name."""
+    try:
+        return plots.use_korean_font()
+    except plots.PlotsUnavailable as error:
+        raise UsageError(str(error)) from None
+
+
+def explanation_table(explanation: dict) -> Any:
+    """An explanation's rows (see explain) as a pandas DataFrame where pandas is installed, else as the list of
+    dicts itself: either shows as a table in a notebook."""
+    return _table(list(explanation["rows"]))
 
 
 @_named_task

@@ -60,3 +60,37 @@ def test_progress_without_ipywidgets_is_a_text_bar_and_no_warning(monkeypatch):
         assert bar is tqdm
         with progress.text_progress(progress.quiet)("analysing", 3) as shown:
             shown.update(3)
+
+
+def test_a_texts_morphemes_show_as_a_table_with_their_words_and_offsets():
+    text = "이순신 장군은 1545년 서울에서 태어났다."
+    table = api.analyze(text)
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else table
+    assert [(row["form"], row["tag"], row["eojeol"]) for row in rows[:3]] == [
+        ("이순신", "NNP", "이순신"), ("장군", "NNG", "장군은"), ("은", "JX", "장군은")]
+    assert all(text[row["start"]:row["end"]] for row in rows)
+    with pytest.raises(api.UsageError, match="analyze takes one text"):
+        api.analyze(["이순신"])
+
+
+def test_the_features_a_model_sees_in_one_input_come_with_their_weights():
+    model = api.fit("ynat", api.data_file("ynat", "train"), log=api.quiet)
+    table = api.features("ynat", model, "손흥민 시즌 10호 골", top=5)
+    rows = table.to_dict("records") if hasattr(table, "to_dict") else table
+    assert len(rows) == 5 and {row["prediction"] for row in rows} == {api.predict("ynat", model, ["손흥민 시즌 10호 골"],
+                                                                                  log=api.quiet)[0]["label"]}
+    assert [row["weight"] for row in rows] == sorted((row["weight"] for row in rows), reverse=True)
+    with pytest.raises(api.UsageError, match="no learnt features"):
+        api.features("sts", api.fit("sts", api.data_file("sts", "train"), "trivial", log=api.quiet), ("가", "나"))
+
+
+def test_ones_own_figures_show_hangul_after_one_call():
+    matplotlib = pytest.importorskip("matplotlib")
+    before = dict(matplotlib.rcParams)
+    try:
+        assert api.use_korean_font() == "NanumGothic"
+        assert matplotlib.rcParams["font.family"] == ["NanumGothic"] and not matplotlib.rcParams["axes.unicode_minus"]
+        from matplotlib import font_manager
+        assert font_manager.findfont("NanumGothic", fallback_to_default=False).endswith("NanumGothic.ttf")
+    finally:
+        matplotlib.rcParams.update({key: before[key] for key in ("font.family", "axes.unicode_minus")})

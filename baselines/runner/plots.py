@@ -43,6 +43,21 @@ def check_available() -> None:
     _font_path()
 
 
+def use_korean_font() -> str:
+    """Make NanumGothic matplotlib's font for the rest of the process, and the minus sign a hyphen (the font has
+    no U+2212), so that a user's own figures show Hangul, not boxes. Returns the font's family name."""
+    check_available()
+    import matplotlib
+    from matplotlib import font_manager
+
+    path = str(_font_path())
+    if not any(entry.fname == path for entry in font_manager.fontManager.ttflist):
+        font_manager.fontManager.addfont(path)
+    matplotlib.rcParams["font.family"] = FONT_FAMILY
+    matplotlib.rcParams["axes.unicode_minus"] = False
+    return FONT_FAMILY
+
+
 @contextlib.contextmanager
 def _korean_text() -> Iterator[Any]:
     """matplotlib's Figure class, with NanumGothic as the font while the block draws and saves."""
