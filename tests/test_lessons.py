@@ -1,0 +1,47 @@
+"""Every lesson runs from top to bottom on the shipped sample, offline, without an error."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+LESSONS = sorted((Path(__file__).resolve().parent.parent / "lessons").glob("*.ipynb"))
+SECONDS_PER_LESSON = 60  # the issue's bound on 2 cores; a cell that runs longer fails the lesson
+
+
+def test_there_is_a_lesson_for_kiwi_and_for_every_task():
+    from baselines.runner.registry import TASK_CODES
+    names = [path.stem for path in LESSONS]
+    assert names[0] == "00-kiwi-morphemes"
+    assert [name.split("-")[1] for name in names[1:]] == list(TASK_CODES)
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda path: path.stem)
+def test_a_lesson_is_committed_without_outputs_and_written_in_korean(path):
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    for cell in notebook["cells"]:
+        assert cell["cell_type"] != "code" or (not cell["outputs"] and cell["execution_count"] is None), path.name
+    prose = "".join("".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "markdown")
+    assert sum("\uac00" <= char <= "\ud7a3" for char in prose) > 200, path.name
+    assert any("연습 문제" in "".join(cell["source"]) for cell in notebook["cells"]), path.name  # an exercise
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda path: path.stem)
+def test_a_lesson_runs_from_top_to_bottom(path, tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat", reason="executing lessons needs the test extra (nbformat)")
+    nbclient = pytest.importorskip("nbclient", reason="executing lessons needs the test extra (nbclient)")
+    pytest.importorskip("ipykernel", reason="executing lessons needs the test extra (ipykernel)")
+    monkeypatch.delenv("KLUE_DATA_DIR", raising=False)  # the lesson uses the shipped sample, as a class does
+    notebook = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    nbclient.NotebookClient(notebook, timeout=SECONDS_PER_LESSON, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    seconds = time.perf_counter() - start
+    errors = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs
+              if output.output_type == "error"]
+    assert not errors
+    checks = [output for cell in notebook.cells[-1:] for output in cell.outputs if output.output_type == "stream"]
+    assert checks and "아직 답을 쓰지 않았습니다" in checks[0]["text"]  # the exercise's check ran
+    print(f"{path.stem}: {seconds:.1f} s")
