@@ -31,7 +31,7 @@ from baselines.display.html import Shown
 
 from baselines.metrics import significance
 
-from baselines.runner import build, evaluate as evaluation, persistence, plots, results, tuning
+from baselines.runner import build, evaluate as evaluation, persistence, plots, ready, results, tuning
 
 from baselines.runtime import progress
 from baselines.bench import determinism as determinism_bench
@@ -238,6 +238,43 @@ def train(task: str, out: PathLike, model: str | None = None, *, data_dir: PathL
     a metadata header, then the model (skops with the `secure` extra, else a joblib pickle). Returns `out`."""
     data = locate(task, data_dir, train=train, log=log)
     return build.train_and_save(get_task(task), data, Path(out), model, seed, params, log)
+
+
+def train_all(tasks: Sequence[str] = (), *, data_dir: PathLike | None = None, models_dir: PathLike | None = None,
+              seed: int = 0, command: str | None = None, log: Log = progress.say) -> list[dict]:
+    """Train every task's default model (or those of `tasks`) on the official data and save them as the ready
+    models of `models_dir` (default: $KLUE_MODELS_DIR, else the per-user cache), each scored on its dev file;
+    the folder's README.md and models.json record the data, the command, the time, the size and the scores.
+    Returns those records."""
+    codes = [task_code(task) for task in tasks] or list(TASK_CODES)
+    _show_progress(log)
+    folder = ready.models_dir(models_dir)
+    return ready.train_all(codes, Path(data_dir).expanduser() if data_dir else None, folder, seed, command, log)
+
+
+@_named_task
+def ready_model(task: str, models_dir: PathLike | None = None, trust_pickle: bool = False) -> Any | None:
+    """The task's ready model (see train_all) in `models_dir` (default: $KLUE_MODELS_DIR, else the per-user
+    cache), or None when there is none. Files saved without the `secure` extra are pickles: see load_model."""
+    found = ready.ready_model(task, ready.models_dir(models_dir), trust_pickle)
+    return None if found is None else found[0]
+
+
+@_named_task
+def class_model(task: str, models_dir: PathLike | None = None, log: Log = progress.say) -> Any:
+    """The model a lesson uses: the task's ready model where there is one (trained on the official data), else
+    its default model fitted on the training file that `data_file` finds (the shipped sample in class: seconds,
+    and weaker). `log` says which."""
+    folder = ready.models_dir(models_dir)
+    found = ready.ready_model(task, folder)
+    if found is not None:
+        model, entry = found
+        trained_on = entry.get("train", {}).get("name", "its training file")
+        log(f"{task}: using the ready model {ready.model_path(folder, task)} (trained on {trained_on})")
+        return model
+    path = data_file(task, "train")
+    log(f"{task}: no ready model in {folder}: fitting {get_task(task).default_model} on {path.name}")
+    return fit(task, path, log=log)
 
 
 @_named_task

@@ -34,6 +34,7 @@ def test_a_lesson_runs_from_top_to_bottom(path, tmp_path, monkeypatch):
     nbclient = pytest.importorskip("nbclient", reason="executing lessons needs the test extra (nbclient)")
     pytest.importorskip("ipykernel", reason="executing lessons needs the test extra (ipykernel)")
     monkeypatch.delenv("KLUE_DATA_DIR", raising=False)  # the lesson uses the shipped sample, as a class does
+    monkeypatch.setenv("KLUE_MODELS_DIR", str(tmp_path / "no-ready-models"))  # and fits its models on it
     notebook = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     nbclient.NotebookClient(notebook, timeout=SECONDS_PER_LESSON, kernel_name="python3",

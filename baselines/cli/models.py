@@ -7,16 +7,22 @@ from pathlib import Path
 import click
 
 from baselines import api
-from baselines.cli._console import _display_width, _print_metrics, _shown_input, console, friendly_errors
-from baselines.cli._options import (DATA_PATH, OWN_FORMATS, data_dir_option, dev_option, model_name_option,
-                                    param_option, pos_option, seed_option, task_argument, train_option)
+from baselines.cli._console import (_display_width, _print_metrics, _print_table, _shown_input, command_line,
+                                    console, friendly_errors)
+from baselines.cli._options import (DATA_PATH, OWN_FORMATS, TaskName, data_dir_option, dev_option,
+                                    model_name_option, param_option, pos_option, seed_option, task_argument,
+                                    train_option)
 from baselines.cli._app import main
 
 
 @main.command()
-@task_argument
+@click.argument("task", type=TaskName(), required=False)
 @click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Model file to write (default: <task>.joblib).")
+@click.option("--all", "all_tasks", is_flag=True,
+              help="Train every task's default model into the ready-models folder (--out-dir), for a class.")
+@click.option("--out-dir", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="With --all: the ready-models folder (default: $KLUE_MODELS_DIR, else the per-user cache).")
 @data_dir_option
 @train_option
 @model_name_option
@@ -25,10 +31,29 @@ from baselines.cli._app import main
 @pos_option
 @click.pass_context
 @friendly_errors
-def train(ctx, task: str, out_path: Path | None, data_dir, train_file, model_name, params, seed: int, pos) -> None:
+def train(ctx, task: str | None, out_path: Path | None, all_tasks: bool, out_dir: Path | None, data_dir, train_file,
+          model_name, params, seed: int, pos) -> None:
     """Train a model on the training file and save it: a metadata header, checked before the model is read,
     then the model, stored with skops where the secure extra is installed (pip install 'klue-baselines[secure]'),
-    else as a joblib pickle. Pickled model files can run code when loaded: they load only with --trust-pickle."""
+    else as a joblib pickle. Pickled model files can run code when loaded: they load only with --trust-pickle.
+    With --all instead of a task: every task's default model, into the folder of ready models that the
+    lessons and `serve` use, each scored on its dev file (the folder's README.md records what was done)."""
+    if all_tasks:
+        given = [flag for flag, value in (("TASK", task), ("--out", out_path), ("--train", train_file),
+                                          ("--model", model_name), ("--param", params), ("--pos", pos)) if value]
+        if given:
+            raise click.UsageError(f"--all trains each task's default model on its own files: leave out "
+                                   f"{', '.join(given)}")
+        entries = api.train_all(data_dir=data_dir, models_dir=out_dir, seed=seed, command=command_line(),
+                                log=console(ctx).log)
+        _print_table(["task", "model", "file", "MB", "seconds"],
+                     [[e["task"], e["model"], e["file"], f"{e['size_mb']}", f"{e['train_seconds']:.0f}"]
+                      for e in entries])
+        return
+    if task is None:
+        raise click.UsageError("give a TASK, or --all for every task's default model")
+    if out_dir is not None:
+        raise click.UsageError("--out-dir goes with --all; for one task, --out FILE")
     name = api.model_name(task, model_name, pos)
     path = api.train(task, out_path or f"{task}.joblib", name, data_dir=data_dir, train=train_file, seed=seed,
                      log=console(ctx).log, **params)

@@ -1,0 +1,106 @@
+"""Models ready before class: every task's default model trained on the official data into one folder, with a
+README of what each was trained on, how, and what it scores; found again by the API, the lessons and the page."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from baselines.data.fileio import atomic_output, check_output_folder, write_json_atomic
+from baselines.data.locate import locate
+from baselines.runner import build, evaluate, persistence
+from baselines.runner.registry import get_task
+from baselines.runner.results import format_score
+from baselines.runtime import memory, progress
+from baselines.runtime.provenance import code_version, versions
+
+MODELS_DIR_VARIABLE = "KLUE_MODELS_DIR"
+CATALOGUE = "models.json"
+Log = Callable[[str], None]
+
+
+def models_dir(folder: str | os.PathLike | None = None) -> Path:
+    """Where ready models are: `folder`, else $KLUE_MODELS_DIR, else the per-user cache."""
+    if folder:
+        return Path(folder).expanduser()
+    if os.environ.get(MODELS_DIR_VARIABLE):
+        return Path(os.environ[MODELS_DIR_VARIABLE]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "klue-baselines" / "models"
+
+
+def model_path(folder: Path, task: str) -> Path:
+    return folder / f"{task}.model"
+
+
+def train_all(tasks: Sequence[str], data_dir: Path | None, folder: Path, seed: int = 0, command: str | None = None,
+              log: Log = progress.quiet) -> list[dict]:
+    """Train each task's default model on its official training file, save it to folder/<task>.model, score it
+    on the dev file, and write folder/models.json and folder/README.md: the data, the command, the time, the
+    file's size and the scores of each. Every task's data is located before the first model trains."""
+    check_output_folder(folder)
+    located = {task: locate(get_task(task), data_dir) for task in tasks}
+    for task, data in located.items():
+        build.training_path(get_task(task), data)  # a UsageError now, not after hours of training
+    entries = _catalogue(folder)
+    for number, (task, data) in enumerate(located.items(), start=1):
+        spec = get_task(task)
+        log(f"[{number}/{len(located)}] {task}: training {spec.default_model} on {data.train}")
+        memory.reset_peak()
+        start = time.perf_counter()
+        model = build.fitted_on_training_file(spec, data, seed=seed, log=log)
+        seconds = time.perf_counter() - start
+        path = model_path(folder, task)
+        persistence.save_model(path, model, task, spec.default_model, [data.train], versions())
+        record, _predictions = evaluate.evaluate_task(spec, data, fitted=(spec.default_model, model), log=log)
+        entries[task] = {"task": task, "model": spec.default_model, "file": path.name,
+                         "size_mb": round(path.stat().st_size / 2**20, 1), "train_seconds": round(seconds, 1),
+                         "peak_rss_mb": memory.rounded_peak_mb(), "sample": data.is_sample,
+                         "train": evaluate.describe_file(data.train), "dev": record["files"][0],
+                         "headline": record["headline"], "seed": seed, "command": command,
+                         "versions": versions(), "code": code_version()}
+        log(f"[{number}/{len(located)}] {task}: {path.name}, {entries[task]['size_mb']} MB, trained in "
+            f"{seconds:.0f} s; " + ", ".join(f"{k} {format_score(v)}" for k, v in record["headline"].items()))
+        write_json_atomic(folder / CATALOGUE, {"models": entries})
+        _write_readme(folder, entries)
+    return [entries[task] for task in located]
+
+
+def _catalogue(folder: Path) -> dict[str, dict]:
+    path = folder / CATALOGUE
+    if not path.is_file():
+        return {}
+    try:
+        models = json.loads(path.read_text(encoding="utf-8")).get("models", {})
+    except (json.JSONDecodeError, AttributeError, UnicodeDecodeError):
+        return {}  # written anew below, from the models trained now
+    return models if isinstance(models, dict) else {}
+
+
+def _write_readme(folder: Path, entries: dict[str, dict]) -> None:
+    lines = ["# Ready models", "",
+             "Each task's default model, trained by `klue-baselines train --all` on the data named below and "
+             "scored on its dev file. Load one with `api.ready_model(task)`; the lessons and `serve` use them.", "",
+             "| task | model | file | MB | trained in | trained on | dev scores |", "|---|---|---|---|---|---|---|"]
+    for entry in entries.values():
+        scores = ", ".join(f"{key} {format_score(value)}" for key, value in entry["headline"].items())
+        sample = " (the shipped sample)" if entry.get("sample") else ""
+        lines.append(f"| {entry['task']} | {entry['model']} | {entry['file']} | {entry['size_mb']} | "
+                     f"{entry['train_seconds']:.0f} s | {entry['train']['name']}{sample} | {scores} |")
+    commands = sorted({entry["command"] for entry in entries.values() if entry.get("command")})
+    if commands:
+        lines += ["", "Commands:", ""] + [f"    {command}" for command in commands]
+    with atomic_output(folder / "README.md") as handle:
+        handle.write("\n".join(lines) + "\n")
+
+
+def ready_model(task: str, folder: Path, trust_pickle: bool = False) -> tuple[Any, dict] | None:
+    """(model, its catalogue entry) of `task` in `folder`, or None when there is none; a file that is there but
+    does not load is an error, as any model file's (persistence.load_model)."""
+    path = model_path(folder, task)
+    if not path.is_file():
+        return None
+    model, _metadata = persistence.load_model(path, task, versions(), trust_pickle)
+    return model, _catalogue(folder).get(task, {"task": task, "file": path.name})
