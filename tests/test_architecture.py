@@ -21,9 +21,10 @@ LAYERS = {
     "baselines.runner": 3,
     "baselines.bench": 4,
     "baselines.api": 5,
-    "baselines.cli": 6,
+    "baselines.web": 6,
+    "baselines.cli": 7,
 }
-LAYER_NAMES = ("features", "what the tasks are built on", "tasks", "runner", "benchmarks", "api", "cli")
+LAYER_NAMES = ("features", "what the tasks are built on", "tasks", "runner", "benchmarks", "api", "web page", "cli")
 # The only modules that stand alone at the top of baselines/: everything else lives in the folder of its layer.
 TOP_LEVEL_MODULES = {"__init__", "_moved", "errors", "taskspec", "api"}
 

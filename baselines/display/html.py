@@ -114,7 +114,7 @@ def tree_svg(words: Sequence[str], heads: Sequence[int], deprels: Sequence[str])
         width = max(_width(word), _width(relation, 11), 36)
         centres.append(x + width / 2)
         x += width + 22
-    total_width = x
+    total_width = x + 40  # room for the root's label beside the last eojeol
     levels = arc_levels(heads)
     rise = 24
     base = 32 + rise * max(levels.values(), default=1)

@@ -1,0 +1,1 @@
+"""A page to type into: a local web server on which students see each task's predictions drawn (`serve`)."""

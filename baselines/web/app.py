@@ -1,0 +1,226 @@
+"""The demo page: a Starlette app that predicts what a student types and draws it, on 127.0.0.1 only.
+
+Each task's model is the ready one (`train --all`) where it exists, else its default model fitted on the shipped
+sample the first time the task is asked for. A request is text only (never a path), bounded in length, and runs
+in a worker thread, so a slow prediction never holds the page for anyone else."""
+from __future__ import annotations
+
+import html
+import socket
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from baselines import api
+from baselines.runner import ready
+from baselines.runner.registry import TASK_CODES
+
+EXTRA_HINT = 'pip install "klue-baselines[serve]"'
+MAX_INPUT_CHARACTERS = 2000  # per field: a sentence, a pair, a passage; the toolkit's own bound is far above
+TASK_NAMES = {"ynat": "YNAT 주제 분류", "sts": "STS 문장 유사도", "nli": "NLI 자연어 추론", "ner": "NER 개체명",
+              "re": "RE 관계 추출", "dp": "DP 의존 구문", "mrc": "MRC 기계 독해", "wos": "WoS 대화 상태"}
+EXPLAINED = ("ynat", "nli", "re")  # their linear models show what pushed each prediction
+
+
+class InputRefused(ValueError):
+    """What a request asked that the page does not do, in one line for the student."""
+
+
+class Models:
+    """Each task's model, made once: the ready one, else fitted on the sample on first use (one fit per task, while
+    other tasks' requests go on)."""
+
+    def __init__(self, models_dir: Path, log: Callable[[str], None]):
+        self.models_dir, self.log = models_dir, log
+        self._models: dict[str, Any] = {}
+        self._locks = {task: threading.Lock() for task in TASK_CODES}
+
+    def ready_tasks(self) -> list[str]:
+        return [task for task in TASK_CODES if ready.model_path(self.models_dir, task).is_file()]
+
+    def get(self, task: str) -> Any:
+        with self._locks[task]:
+            if task not in self._models:
+                self._models[task] = api.class_model(task, self.models_dir, log=self.log)
+            return self._models[task]
+
+
+def _field(form: dict, name: str) -> str:
+    value = form.get(name, "")
+    if not isinstance(value, str):
+        raise InputRefused(f"'{name}' must be text")
+    value = value.strip()
+    if not value:
+        raise InputRefused(f"'{name}' is empty: type something")
+    if len(value) > MAX_INPUT_CHARACTERS:
+        raise InputRefused(f"'{name}' has {len(value):,} characters; the page takes at most {MAX_INPUT_CHARACTERS:,}")
+    return value
+
+
+def _entity(sentence: str, word: str, kind: str, role: str) -> dict:
+    start = sentence.find(word)
+    if start < 0:
+        raise InputRefused(f"the {role} '{word}' is not in the sentence")
+    return {"word": word, "start_idx": start, "end_idx": start + len(word) - 1, "type": kind}
+
+
+def plain_input(task: str, form: dict) -> Any:
+    """The task's plain input from the page's fields (text only: nothing in a request names a file)."""
+    if task in ("ynat", "ner", "dp"):
+        return _field(form, "text")
+    if task in ("sts", "nli"):
+        return (_field(form, "first"), _field(form, "second"))
+    if task == "re":
+        sentence = _field(form, "text")
+        return {"sentence": sentence,
+                "subject_entity": _entity(sentence, _field(form, "subject"), form.get("subject_type") or "PER",
+                                          "subject"),
+                "object_entity": _entity(sentence, _field(form, "object"), form.get("object_type") or "ORG",
+                                         "object")}
+    if task == "mrc":
+        return {"context": _field(form, "passage"), "question": _field(form, "question"), "title": ""}
+    if task == "wos":
+        turns = []
+        for line in _field(form, "dialogue").splitlines():
+            if line.strip():
+                turns.append({"role": "user" if len(turns) % 2 == 0 else "sys", "text": line.strip()})
+        if not turns or turns[-1]["role"] != "user":
+            raise InputRefused("a dialogue starts with the user and ends with the user, one turn a line")
+        return {"guid": "dialogue", "dialogue": turns, "domains": []}
+    raise InputRefused(f"no task '{task}'; the tasks are {', '.join(TASK_CODES)}")
+
+
+def predicted_html(models: Models, task: str, form: dict) -> str:
+    """The drawing of the model's prediction for what was typed, with what pushed it where the model tells."""
+    given = plain_input(task, form)
+    model = models.get(task)
+    rows = api.predict(task, model, [given], log=api.quiet)
+    explanation = api.explain(task, model, top_k=1, inputs=[given], per_input=6) if task in EXPLAINED else None
+    return api.show(task, rows, explanation)._repr_html_()
+
+
+def page(models: Models) -> str:
+    """The page: a task to choose, the fields it needs, and where the drawing appears. No file it fetches."""
+    ready_tasks = models.ready_tasks()
+    options = "".join(f'<option value="{code}">{html.escape(name)}{" ✓" if code in ready_tasks else ""}</option>'
+                      for code, name in TASK_NAMES.items())
+    rest = "" if len(ready_tasks) == len(TASK_CODES) else "; 나머지는 처음 쓸 때 표본으로 학습합니다 (몇 초)"
+    source = (f"준비된 모델(✓): {', '.join(ready_tasks)}{rest}."
+              if ready_tasks else "준비된 모델이 없어, 과제마다 처음 쓸 때 표본으로 학습합니다 (몇 초). "
+                                  "수업 전에 klue-baselines train --all 로 준비할 수 있습니다.")
+    return PAGE.replace("{OPTIONS}", options).replace("{SOURCE}", html.escape(source)).replace(
+        "{LIMIT}", str(MAX_INPUT_CHARACTERS))
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="ko"><head><meta charset="utf-8"><title>klue-baselines</title>
+<style>
+body{font-family:'Noto Sans KR','Malgun Gothic','Apple SD Gothic Neo',sans-serif;max-width:1000px;margin:24px auto;
+padding:0 16px}
+textarea,input,select{font:inherit;font-size:15px;width:100%;box-sizing:border-box;margin:4px 0}
+textarea{height:4.5em}.row{display:flex;gap:8px}.row>*{flex:1}button{font-size:16px;padding:6px 20px}
+#error{color:#b00;margin:8px 0}#source{color:#666;font-size:13px}.fields{display:none}.fields.on{display:block}
+</style></head><body>
+<h1>klue-baselines</h1>
+<p id="source">{SOURCE}</p>
+<select id="task">{OPTIONS}</select>
+<div class="fields" data-tasks="ynat ner dp re"><textarea id="text" maxlength="{LIMIT}"
+ placeholder="문장을 입력하세요">이순신 장군은 1545년 서울 건천동에서 태어났다.</textarea></div>
+<div class="fields row" data-tasks="re"><input id="subject" placeholder="주어 개체 (문장 속 그대로)" value="이순신">
+<select id="subject_type"><option>PER</option><option>ORG</option><option>LOC</option><option>DAT</option>
+<option>POH</option><option>NOH</option></select>
+<input id="object" placeholder="목적어 개체" value="서울"><select id="object_type"><option>LOC</option><option>PER</option>
+<option>ORG</option><option>DAT</option><option>POH</option><option>NOH</option></select></div>
+<div class="fields" data-tasks="sts nli"><textarea id="first" maxlength="{LIMIT}"
+ placeholder="첫 문장 (NLI: 전제)">철수는 어제 서울에 갔다.</textarea><textarea id="second" maxlength="{LIMIT}"
+ placeholder="둘째 문장 (NLI: 가설)">철수는 서울에 가지 않았다.</textarea></div>
+<div class="fields" data-tasks="mrc"><textarea id="passage" maxlength="{LIMIT}" placeholder="지문"
+ style="height:8em">이순신은 1545년 서울 건천동에서 태어났다. 그는 임진왜란 때 수군을 이끌었다.</textarea>
+<input id="question" placeholder="질문" value="이순신은 어디에서 태어났나?"></div>
+<div class="fields" data-tasks="wos"><textarea id="dialogue" maxlength="{LIMIT}" style="height:8em"
+ placeholder="한 줄에 한 발화: 사용자, 시스템, 사용자 ...">서울 북쪽에 있는 저렴한 숙소를 알려주세요.
+네, 원하시는 숙소 종류가 있나요?
+게스트하우스면 좋겠어요.</textarea></div>
+<button id="go">예측하기</button>
+<div id="error"></div>
+<div id="result"></div>
+<script>
+const task = document.getElementById("task");
+function shown() {
+  for (const block of document.querySelectorAll(".fields"))
+    block.classList.toggle("on", block.dataset.tasks.split(" ").includes(task.value));
+}
+task.addEventListener("change", shown);
+shown();
+document.getElementById("go").addEventListener("click", async () => {
+  const form = {task: task.value};
+  for (const id of ["text", "subject", "subject_type", "object", "object_type", "first", "second", "passage",
+                    "question", "dialogue"]) form[id] = document.getElementById(id).value;
+  document.getElementById("error").textContent = "";
+  document.getElementById("result").innerHTML = "…";
+  const answer = await fetch("/predict", {method: "POST", headers: {"Content-Type": "application/json"},
+                                          body: JSON.stringify(form)});
+  const body = await answer.json();
+  document.getElementById("result").innerHTML = body.html || "";
+  document.getElementById("error").textContent = body.error || "";
+});
+</script></body></html>
+"""
+
+
+def create_app(models_dir: Path | None = None, log: Callable[[str], None] = api.quiet) -> Any:
+    """The Starlette app of the page (the `serve` extra)."""
+    try:
+        from starlette.applications import Starlette
+        from starlette.concurrency import run_in_threadpool
+        from starlette.requests import Request
+        from starlette.responses import HTMLResponse, JSONResponse
+        from starlette.routing import Route
+    except ImportError:
+        raise api.UsageError(f"the page needs Starlette and uvicorn: {EXTRA_HINT}") from None
+    models = Models(ready.models_dir(models_dir), log)
+
+    async def index(_request: Request) -> HTMLResponse:
+        return HTMLResponse(page(models))
+
+    async def predict(request: Request) -> JSONResponse:
+        if int(request.headers.get("content-length") or 0) > 16 * MAX_INPUT_CHARACTERS:
+            return JSONResponse({"error": "Error: the request is too large"}, status_code=413)
+        try:
+            form = await request.json()
+        except ValueError:
+            return JSONResponse({"error": "Error: the request is not JSON"}, status_code=400)
+        if not isinstance(form, dict) or form.get("task") not in TASK_CODES:
+            return JSONResponse({"error": f"Error: choose one of the tasks {', '.join(TASK_CODES)}"}, status_code=400)
+        try:
+            drawn = await run_in_threadpool(predicted_html, models, form["task"], form)
+        except (InputRefused, ValueError) as error:
+            return JSONResponse({"error": f"Error: {error}"}, status_code=422)
+        return JSONResponse({"html": drawn})
+
+    app = Starlette(routes=[Route("/", index), Route("/predict", predict, methods=["POST"])])
+    app.state.models = models
+    return app
+
+
+def serve(port: int = 0, models_dir: Path | None = None, log: Callable[[str], None] = api.quiet,
+          announce: Callable[[str], None] = print) -> None:
+    """Serve the page on 127.0.0.1 (never another interface) at `port`, a free one for 0, announcing its address
+    through `announce`, until interrupted."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise api.UsageError(f"the page needs Starlette and uvicorn: {EXTRA_HINT}") from None
+    app = create_app(models_dir, log)
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind(("127.0.0.1", port))
+    except OSError as error:
+        raise api.UsageError(f"cannot listen on 127.0.0.1:{port} ({error.strerror})") from None
+    address = f"http://127.0.0.1:{listening.getsockname()[1]}/"
+    ready_tasks = app.state.models.ready_tasks()
+    announce(f"Serving the demo page on {address} (Ctrl+C to stop); ready models: "
+             f"{', '.join(ready_tasks) or 'none, each task is fitted on the sample when first asked'}")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server.run(sockets=[listening])
