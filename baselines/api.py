@@ -6,6 +6,19 @@
     api.predict("ynat", model, ["손흥민 시즌 10호 골"])                # prediction rows, as `predict` writes
     api.score("ynat", "ynat-v1.1_dev.json", "predictions.jsonl")     # the official metrics
 
+What there is, by what you do with it (each function's own docstring says more):
+
+Data         `data_file`, `locate`, `training_file`, `load`, `load_xy`, `resources`, `records_from_hf`,
+             `load_hub`, `task_spec`
+Models       `model_name`, `make_model`, `fit`, `train`, `load_model`, `saved_or_fitted`, `predict`,
+             `predict_file`
+Scores       `score`, `read_predictions`, `evaluate`, `run`, `learning_curve`, `tune`
+Teaching     `explain`, `check_explainable`, `explanation_table`, `report`, `report_figures`,
+             `report_figure_paths`, `compare`, `show`, `analyze`, `features`, `use_korean_font`,
+             `learning_curve_figure`, `results_figure`
+A class      `train_all`, `ready_model`, `class_model`
+Benchmarks   `scale`, `peers`, `determinism`
+
 Every function takes a task code ('ynat', 'sts', 'nli', 'ner', 're', 'dp', 'mrc', 'wos'). Files may be
 official files, Hugging Face `klue` exports (baselines.data.hf) or the raw JSONL that `predict` reads; errors are
 DataError, PredictionError or UsageError with a one-line message that names the file and the record.

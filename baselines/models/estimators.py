@@ -151,9 +151,31 @@ class FloorInputs:
     the task's inputs, so that a wrong one (one str where a list is expected) is refused as every model does."""
 
     def fit(self, X: Sequence, y: Sequence, sample_weight: Any = None):
+        """Learn what the floor predicts from y (scikit-learn's Dummy estimator's fit).
+
+        Parameters
+        ----------
+        X : sequence of the task's records or plain inputs (checked, not read)
+        y : sequence of the task's targets
+        sample_weight : array-like or None
+
+        Returns
+        -------
+        self
+        """
         return super().fit(self._records(X), y, sample_weight)
 
     def predict(self, X: Sequence, *args: Any, **kwargs: Any):
+        """The floor's prediction for every input.
+
+        Parameters
+        ----------
+        X : sequence of the task's records or plain inputs (checked, not read)
+
+        Returns
+        -------
+        numpy array, one prediction per input
+        """
         return super().predict(self._records(X), *args, **kwargs)
 
 

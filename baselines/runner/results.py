@@ -8,7 +8,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 try:
     import fcntl
@@ -284,6 +284,7 @@ def protocol_section(runs_by_task: dict[str, dict]) -> list[str]:
 
 
 START_MARK, END_MARK = "<!-- results:start -->", "<!-- results:end -->"
+TASK_START, TASK_END = "<!-- task-scores:start -->", "<!-- task-scores:end -->"  # on each task's docs page
 
 
 SCALE_START, SCALE_END = "<!-- scale:start -->", "<!-- scale:end -->"
@@ -297,7 +298,7 @@ SUITE_SECONDS_BUDGET = 1800
 def update_project_readme(readme: Path, table: str, marks: tuple[str, str] = (START_MARK, END_MARK),
                           note: str = "Generated from `results/` by `klue-baselines run`; commands and costs in "
                                       "results/README.md.") -> bool:
-    """Put a table between a pair of the project README's markers, when it has them."""
+    """Put a table between a pair of a page's markers, when it has them."""
     if not readme.is_file():
         return False
     text = readme.read_text(encoding="utf-8")
@@ -496,17 +497,34 @@ def regenerate_readme(results_dir: Path) -> Path:
     with atomic_output(path) as handle:
         handle.write(text)
     if not any(record.get("sample") for runs in runs_by_task.values() for record in runs.values()):
-        # Only tables of KLUE results go into the project README; sample scores stay in their own folder.
-        update_project_readme(results_dir.resolve().parent / "README.md",
-                              markdown_table(table_rows(runs_by_task)) + "\n\n" + "\n\n".join(TABLE_NOTES[:2]))
+        # Only tables of KLUE results go into the project's pages; sample scores stay in their own folder.
+        pages = project_pages(results_dir.resolve().parent)
+        update_pages(pages, markdown_table(table_rows(runs_by_task)) + "\n\n" + "\n\n".join(TABLE_NOTES[:2]))
+        for code in runs_by_task:  # each task's page: its own rows
+            update_pages([page for page in pages if page.name == f"{code}.md" and page.parent.name == "tasks"],
+                         markdown_table([row for row in table_rows(runs_by_task) if row[0] == code]),
+                         (TASK_START, TASK_END))
         draw_results_figure(results_dir, runs_by_task)
         if scales is not None:
-            update_project_readme(results_dir.resolve().parent / "README.md", scales, (SCALE_START, SCALE_END),
-                                  "Generated from `results/scale/` by `klue-baselines bench scale`.")
+            update_pages(pages, scales, (SCALE_START, SCALE_END),
+                         "Generated from `results/scale/` by `klue-baselines bench scale`.")
         if peers is not None:
-            update_project_readme(results_dir.resolve().parent / "README.md", peers, (PEERS_START, PEERS_END),
-                                  "Generated from `results/peers.json` by `klue-baselines bench peers`.")
+            update_pages(pages, peers, (PEERS_START, PEERS_END),
+                         "Generated from `results/peers.json` by `klue-baselines bench peers`.")
         if budget is not None:
-            update_project_readme(results_dir.resolve().parent / "README.md", budget, (BUDGET_START, BUDGET_END),
-                                  "Generated from `results/budget.json` by `klue-baselines bench budget`.")
+            update_pages(pages, budget, (BUDGET_START, BUDGET_END),
+                         "Generated from `results/budget.json` by `klue-baselines bench budget`.")
     return path
+
+
+def project_pages(project: Path) -> list[Path]:
+    """The pages that hold generated tables: the project README and the docs."""
+    return [project / "README.md", *sorted((project / "docs").rglob("*.md"))]
+
+
+def update_pages(pages: Sequence[Path], table: str, marks: tuple[str, str] = (START_MARK, END_MARK),
+                 note: str = "Generated from `results/` by `klue-baselines run`; commands and costs in "
+                             "results/README.md.") -> None:
+    """Put a table between `marks` in every page that has them."""
+    for page in pages:
+        update_project_readme(page, table, marks, note)
