@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from baselines import api
+from baselines.errors import BaselinesError, UsageError
 from baselines.runner import ready
 from baselines.runner.registry import TASK_CODES
 
@@ -20,10 +21,6 @@ MAX_INPUT_CHARACTERS = 2000  # per field: a sentence, a pair, a passage; the too
 TASK_NAMES = {"ynat": "YNAT 주제 분류", "sts": "STS 문장 유사도", "nli": "NLI 자연어 추론", "ner": "NER 개체명",
               "re": "RE 관계 추출", "dp": "DP 의존 구문", "mrc": "MRC 기계 독해", "wos": "WoS 대화 상태"}
 EXPLAINED = ("ynat", "nli", "re")  # their linear models show what pushed each prediction
-
-
-class InputRefused(ValueError):
-    """What a request asked that the page does not do, in one line for the student."""
 
 
 class Models:
@@ -48,19 +45,19 @@ class Models:
 def _field(form: dict, name: str) -> str:
     value = form.get(name, "")
     if not isinstance(value, str):
-        raise InputRefused(f"'{name}' must be text")
+        raise UsageError(f"'{name}' must be text")
     value = value.strip()
     if not value:
-        raise InputRefused(f"'{name}' is empty: type something")
+        raise UsageError(f"'{name}' is empty: type something")
     if len(value) > MAX_INPUT_CHARACTERS:
-        raise InputRefused(f"'{name}' has {len(value):,} characters; the page takes at most {MAX_INPUT_CHARACTERS:,}")
+        raise UsageError(f"'{name}' has {len(value):,} characters; the page takes at most {MAX_INPUT_CHARACTERS:,}")
     return value
 
 
 def _entity(sentence: str, word: str, kind: str, role: str) -> dict:
     start = sentence.find(word)
     if start < 0:
-        raise InputRefused(f"the {role} '{word}' is not in the sentence")
+        raise UsageError(f"the {role} '{word}' is not in the sentence")
     return {"word": word, "start_idx": start, "end_idx": start + len(word) - 1, "type": kind}
 
 
@@ -85,9 +82,9 @@ def plain_input(task: str, form: dict) -> Any:
             if line.strip():
                 turns.append({"role": "user" if len(turns) % 2 == 0 else "sys", "text": line.strip()})
         if not turns or turns[-1]["role"] != "user":
-            raise InputRefused("a dialogue starts with the user and ends with the user, one turn a line")
+            raise UsageError("a dialogue starts with the user and ends with the user, one turn a line")
         return {"guid": "dialogue", "dialogue": turns, "domains": []}
-    raise InputRefused(f"no task '{task}'; the tasks are {', '.join(TASK_CODES)}")
+    raise UsageError(f"no task '{task}'; the tasks are {', '.join(TASK_CODES)}")
 
 
 def predicted_html(models: Models, task: str, form: dict) -> str:
@@ -194,7 +191,7 @@ def create_app(models_dir: Path | None = None, log: Callable[[str], None] = api.
             return JSONResponse({"error": f"Error: choose one of the tasks {', '.join(TASK_CODES)}"}, status_code=400)
         try:
             drawn = await run_in_threadpool(predicted_html, models, form["task"], form)
-        except (InputRefused, ValueError) as error:
+        except (BaselinesError, ValueError) as error:  # one line for the student, never a traceback
             return JSONResponse({"error": f"Error: {error}"}, status_code=422)
         return JSONResponse({"html": drawn})
 
