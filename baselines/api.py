@@ -123,7 +123,7 @@ def _split(name: str) -> str:
     split = {"train": "train", "dev": "dev", "validation": "dev"}.get(str(name).lower())
     if split is None:
         raise UsageError(f"split must be 'train' or 'dev' ('validation' as Hugging Face calls it), "
-                                f"not {name!r}")
+                         f"not {name!r}")
     return split
 
 
@@ -174,7 +174,7 @@ def load_hub(task: str, split: str = "validation") -> list:
         import datasets
     except ImportError:
         raise UsageError('loading from the Hugging Face hub needs the datasets package: pip install '
-                                '"klue-baselines[hf]"') from None
+                         '"klue-baselines[hf]"') from None
     return records_from_hf(task, datasets.load_dataset("klue/klue", hf.SCHEMAS[task].config,
                                                        split=hf.SPLIT_NAMES[_split(split)]))
 
@@ -206,7 +206,7 @@ def model_name(task: str, model: str | None = None, pos: str | None = None) -> s
         return model or spec.default_model
     if not spec.model_for_pos:
         raise UsageError(f"{setting('--pos', 'pos')} applies to: "
-                                f"{', '.join(t.code for t in all_tasks() if t.model_for_pos)}")
+                         f"{', '.join(t.code for t in all_tasks() if t.model_for_pos)}")
     if model is not None:
         raise UsageError(f"give {setting('--pos', 'pos')} or {setting('--model', 'model')}, not both")
     if pos not in spec.model_for_pos:
@@ -300,8 +300,8 @@ def saved_or_fitted(task: str, model_file: PathLike | None = None, model: str | 
     if model_file is not None:
         if params or model is not None or pos is not None:
             raise UsageError(f"{setting('--param, --pos', 'hyper-parameters, pos')} and a model name set up "
-                                    f"a model to train: a saved model ({setting('--model FILE', 'model_file')}) has "
-                                    f"its own")
+                             f"a model to train: a saved model ({setting('--model FILE', 'model_file')}) has "
+                             f"its own")
         return load_model(task, model_file, trust_pickle)[1]
     return build.fitted_on_training_file(get_task(task), locate(task, data_dir, train=train, log=log),
                                          model_name(task, model, pos), seed, params, log)
@@ -395,15 +395,15 @@ def check_explainable(task: str, model: Any, per_input: bool = False) -> None:
     inputs: checked before any training."""
     if not hasattr(model, "top_features"):
         raise UsageError(f"a {type(model).__name__} has no learnt features to show (a trivial floor, or "
-                                "STS's gradient boosting, whose trees have no weights per feature)")
+                         "STS's gradient boosting, whose trees have no weights per feature)")
     unexplained = getattr(model, "unexplained", None)
     problem = unexplained() if callable(unexplained) else None
     if problem:
         raise UsageError(problem)
     if per_input and not (hasattr(model, "feature_contributions") or hasattr(model, "character_contributions")):
         raise UsageError(f"explaining single inputs needs a linear classifier (YNAT, NLI, RE) or NER's CRF; "
-                                f"a {type(model).__name__} shows only what it learnt (leave out "
-                                f"{setting('--input', 'inputs')})")
+                         f"a {type(model).__name__} shows only what it learnt (leave out "
+                         f"{setting('--input', 'inputs')})")
 
 
 @_named_task
@@ -535,10 +535,10 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
     _show_progress(log)
     if (train or dev) and len(codes) != 1:
         raise UsageError(f"{setting('--train and --dev', 'train and dev')} name one task's files: give "
-                                f"exactly one task")
+                         f"exactly one task")
     if params and len(codes) != 1:
         raise UsageError(f"{setting('--param', 'params')} set one model's hyper-parameters: give exactly "
-                                f"one task")
+                         f"one task")
     # Every task's data and every output folder is checked before the first model trains.
     task_data = {code: locate(code, data_dir, train, dev, log) for code in codes}
     names = {code: model_name(code, model, pos) for code in codes}
@@ -884,7 +884,7 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
     _show_progress(log)
     if (train or dev or params) and len(codes) != 1:
         raise UsageError(f"{setting('--train, --dev and --param', 'train, dev and params')} are one "
-                                f"task's: give exactly one task")
+                         f"task's: give exactly one task")
     task_data = {code: locate(code, data_dir, train, dev, log) for code in codes}
     is_sample = any(data.is_sample for data in task_data.values())
     folder = results.destination(results_dir, is_sample)

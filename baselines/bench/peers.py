@@ -297,8 +297,8 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
     located = locate(task, data_dir, train, dev)
     if located.is_sample or located.train is None:
         raise UsageError(f"bench peers needs KLUE training and dev files: give "
-                                f"{errors.setting('--data-dir', 'data_dir')} (and {errors.setting('--train', 'train')} "
-                                f"for a partial training file)")
+                         f"{errors.setting('--data-dir', 'data_dir')} (and {errors.setting('--train', 'train')} "
+                         f"for a partial training file)")
     data = {"data_dir": str(data_dir) if data_dir else None, "train": str(train) if train else None,
             "dev": str(dev) if dev else None}
     log(f"{code}: {PEERS[code][0]} chooses its settings on the training file, in a new process")

@@ -50,7 +50,7 @@ def training_set(task: TaskSpec, pool: Sequence, size: float, seed: int) -> tupl
         raise UsageError(f"{task.code}: no training records to build the scale sets from")
     if wanted > len(pool) and task.distinct_copy is None:
         raise UsageError(f"{task.code}: {size:g} x the official training size is {wanted} records and the "
-                                f"training file has {len(pool)}; give the full official file")
+                         f"training file has {len(pool)}; give the full official file")
     order = np.random.default_rng(seed).permutation(len(pool))
     shuffled = [pool[i] for i in order]
     records, copy = list(shuffled[:wanted]), 0
@@ -103,8 +103,8 @@ def bench_scale(code: str, sizes: Sequence[float] = SIZES, model_name: str | Non
     located = locate(task, data_dir, train, dev)  # checked here, before any process starts
     if located.is_sample:
         raise UsageError(f"the scale benchmark needs KLUE data: give {setting('--data-dir', 'data_dir')} (the "
-                                f"shipped sample is "
-                                "a few dozen records)")
+                         f"shipped sample is "
+                         "a few dozen records)")
     data = {"data_dir": str(data_dir) if data_dir else None, "train": str(train) if train else None,
             "dev": str(dev) if dev else None}
     points = []
