@@ -57,9 +57,14 @@ def is_sample_file(path: Path) -> bool:
     return bool(digests) and file_sha256(path) in digests
 
 
-def user_cache_dir() -> Path:
+def user_cache_root() -> Path:
+    """The per-user cache of this toolkit ($XDG_CACHE_HOME, else ~/.cache), which downloads and ready models share."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "klue-baselines" / "data"
+    return Path(base) / "klue-baselines"
+
+
+def user_cache_dir() -> Path:
+    return user_cache_root() / "data"
 
 
 def configured_data_dir(data_dir: str | os.PathLike | None) -> Path | None:

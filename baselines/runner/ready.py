@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from baselines.data.fileio import atomic_output, check_output_folder, write_json_atomic
+from baselines.data import sources
 from baselines.data.locate import locate
 from baselines.runner import build, evaluate, persistence
 from baselines.runner.registry import get_task
@@ -27,8 +28,7 @@ def models_dir(folder: str | os.PathLike | None = None) -> Path:
         return Path(folder).expanduser()
     if os.environ.get(MODELS_DIR_VARIABLE):
         return Path(os.environ[MODELS_DIR_VARIABLE]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "klue-baselines" / "models"
+    return sources.user_cache_root() / "models"
 
 
 def model_path(folder: Path, task: str) -> Path:
@@ -52,12 +52,13 @@ def train_all(tasks: Sequence[str], data_dir: Path | None, folder: Path, seed: i
         start = time.perf_counter()
         model = build.fitted_on_training_file(spec, data, seed=seed, log=log)
         seconds = time.perf_counter() - start
+        peak_mb = memory.rounded_peak_mb()  # training's: scoring below measures its own peak from zero
         path = model_path(folder, task)
         persistence.save_model(path, model, task, spec.default_model, [data.train], versions())
         record, _predictions = evaluate.evaluate_task(spec, data, fitted=(spec.default_model, model), log=log)
         entries[task] = {"task": task, "model": spec.default_model, "file": path.name,
                          "size_mb": round(path.stat().st_size / 2**20, 1), "train_seconds": round(seconds, 1),
-                         "peak_rss_mb": memory.rounded_peak_mb(), "sample": data.is_sample,
+                         "train_peak_rss_mb": peak_mb, "sample": data.is_sample,
                          "train": evaluate.describe_file(data.train), "dev": record["files"][0],
                          "headline": record["headline"], "seed": seed, "command": command,
                          "versions": versions(), "code": code_version()}
