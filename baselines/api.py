@@ -57,6 +57,7 @@ from baselines.runtime.parallel import Workers, local_jobs
 from baselines.runner.registry import TASK_CODES, all_tasks, get_task, task_code
 from baselines.taskspec import TaskSpec, align_predictions
 from features import analysis
+from features.morphemes import eojeol_spans
 from baselines.errors import caller_stacklevel, SampleDataWarning, setting, UsageError
 from baselines.runtime.provenance import code_version, machine, versions
 
@@ -285,9 +286,9 @@ def class_model(task: str, models_dir: PathLike | None = None, log: Log = progre
         trained_on = entry.get("train", {}).get("name", "its training file")
         log(f"{task}: using the ready model {ready.model_path(folder, task)} (trained on {trained_on})")
         return model
-    path = data_file(task, "train")
-    log(f"{task}: no ready model in {folder}: fitting {get_task(task).default_model} on {path.name}")
-    return fit(task, path, log=log)
+    spec, data = get_task(task), locate(task)  # a sample is warned about, as data_file warns
+    log(f"{task}: no ready model in {folder}: fitting {spec.default_model} on {build.training_path(spec, data).name}")
+    return build.fitted_on_training_file(spec, data, log=log)
 
 
 @_named_task
@@ -456,7 +457,7 @@ def analyze(text: str) -> Any:
     if not isinstance(text, str):
         raise UsageError(f"analyze takes one text (a str), not {type(text).__name__}")
     analysed = analysis.analyze([text])[0]
-    words = text.split()
+    words = [text[start:end] for start, end in eojeol_spans(text)]  # as Analysis.eojeols counts them
     rows = [{"eojeol": words[eojeol] if eojeol < len(words) else "", "form": form, "tag": tag,
              "sejong_tag": sejong, "start": start, "end": end}
             for eojeol, form, tag, sejong, start, end in zip(analysed.eojeols, analysed.forms, analysed.tags,

@@ -123,12 +123,12 @@ def check_values(name: str, model) -> None:
         raise UsageError(f"{name}: {error}") from None
 
 
-def _has_missing(target: Any) -> bool:
+def has_missing(target: Any) -> bool:
     """True when a gold target, or any part of it (DP heads, a WoS turn's state), is missing."""
     if target is None:
         return True
     if isinstance(target, (list, tuple)):
-        return any(_has_missing(part) for part in target)
+        return any(has_missing(part) for part in target)
     return False
 
 
@@ -138,7 +138,7 @@ def check_labelled(task: TaskSpec, records: Sequence, path: Path) -> None:
     if not records:
         raise DataError(path, None, f"holds no {task.code} records; training and scoring need labelled data")
     for gold, record in zip(task.targets(records), records):
-        if _has_missing(gold):
+        if has_missing(gold):
             raise DataError(path, f"guid {record.guid}", "has no gold label (or lacks part of "
                             "it); training and scoring need labelled data")
 

@@ -16,7 +16,7 @@ from baselines.data.fileio import DataError, file_sha256, looks_like_jsonl, read
 from baselines.data.locate import TaskData, locate
 from baselines.errors import UsageError, setting
 from baselines.runner import tuning
-from baselines.runner.build import _has_missing, build_model, check_labelled
+from baselines.runner.build import has_missing, build_model, check_labelled
 from baselines.runner.registry import get_task
 from baselines.runner.results import jsonable_scores
 from baselines.runtime import memory, parallel, progress
@@ -79,7 +79,7 @@ def with_inputs(task: TaskSpec, records: Sequence, rows: list[dict]) -> list[dic
     a wrong answer can be seen beside its question. Scoring ignores both."""
     for row, plain, gold in zip(rows, task.plain_inputs(records), task.targets(records)):
         row["input"] = _as_json(plain)
-        if not _has_missing(gold):
+        if not has_missing(gold):
             row["gold"] = _as_json(gold)
     return rows
 

@@ -498,12 +498,11 @@ def regenerate_readme(results_dir: Path) -> Path:
         handle.write(text)
     if not any(record.get("sample") for runs in runs_by_task.values() for record in runs.values()):
         # Only tables of KLUE results go into the project's pages; sample scores stay in their own folder.
-        pages = project_pages(results_dir.resolve().parent)
-        update_pages(pages, markdown_table(table_rows(runs_by_task)) + "\n\n" + "\n\n".join(TABLE_NOTES[:2]))
+        pages, rows = project_pages(results_dir.resolve().parent), table_rows(runs_by_task)
+        update_pages(pages, markdown_table(rows) + "\n\n" + "\n\n".join(TABLE_NOTES[:2]))
         for code in runs_by_task:  # each task's page: its own rows
             update_pages([page for page in pages if page.name == f"{code}.md" and page.parent.name == "tasks"],
-                         markdown_table([row for row in table_rows(runs_by_task) if row[0] == code]),
-                         (TASK_START, TASK_END))
+                         markdown_table([row for row in rows if row[0] == code]), (TASK_START, TASK_END))
         draw_results_figure(results_dir, runs_by_task)
         if scales is not None:
             update_pages(pages, scales, (SCALE_START, SCALE_END),
