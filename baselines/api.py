@@ -218,8 +218,8 @@ def model_name(task: str, model: str | None = None, pos: str | None = None) -> s
 @_named_task
 def make_model(task: str, model: str | None = None, *, seed: int = 0, data_dir: PathLike | None = None,
                **params: Any):
-    """An unfitted estimator: the task's default model, or `model` ('trivial' for the floor), with `params`
-    set over its defaults and checked against the model's constraints."""
+    """An unfitted estimator: the task's default model, or `model` ('fast' for speed, 'trivial' for the floor), with
+    `params` set over its defaults and checked against the model's constraints."""
     spec = get_task(task)
     _name, estimator = build.build_model(spec, model, seed, resources(task, data_dir), params)
     return estimator

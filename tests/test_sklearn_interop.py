@@ -18,9 +18,9 @@ from baselines.data.sources import sample_dir
 from baselines.runner.registry import all_tasks, get_task
 
 MODELS = [(task.code, name) for task in all_tasks() for name in task.models]
-CLASSIFIERS = {("ynat", "tfidf-lr"), ("ynat", "trivial"), ("nli", "tfidf-lr"), ("nli", "trivial"),
-               ("re", "features-lr"), ("re", "trivial")}
-REGRESSORS = {("sts", "features-gbr"), ("sts", "trivial")}
+CLASSIFIERS = {(code, name) for code, default in (("ynat", "tfidf-lr"), ("nli", "tfidf-lr"), ("re", "features-lr"))
+               for name in (default, "fast", "trivial")}
+REGRESSORS = {("sts", "features-gbr"), ("sts", "fast"), ("sts", "trivial")}
 # Settings that keep the fits on the sample quick; the behaviour under test does not depend on them.
 QUICK = {("ner", "crf"): {"max_iterations": 20, "neighbours": 0}, ("dp", "mst"): {"epochs": 2},
          ("dp", "mst-kiwi"): {"epochs": 2}, ("mrc", "span-ranker"): {"neighbours": 0, "max_iter": 50},

@@ -67,7 +67,8 @@ cv_option = click.option("--cv", default=0, type=click.IntRange(min=0), callback
                          help="Cross-fit K >= 2 folds over the evaluation file (keeping a task's passages or "
                               "dialogues whole); the training file, if any, joins every fold.")
 model_name_option = click.option("--model", "model_name", default=None,
-                                 help="Model to train: the task's default, or 'trivial' for the floor.")
+                                 help="Model to train: the task's default (its most accurate), 'fast' for "
+                                      "speed, or 'trivial' for the floor.")
 
 
 plots_option = click.option(

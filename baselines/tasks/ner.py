@@ -704,7 +704,10 @@ TASK = TaskSpec(
     load=load, from_hf=from_hf,
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"crf": ModelEntry(CharacterCRF), "trivial": ModelEntry(AllOutsideTagger)}, default_model="crf",
+    models={"crf": ModelEntry(CharacterCRF),
+            # Passive-aggressive training (a third of L-BFGS's fit) and no neighbours (results/tuning/ner-fast.json).
+            "fast": ModelEntry(CharacterCRF, {"algorithm": "pa", "neighbours": 0}),
+            "trivial": ModelEntry(AllOutsideTagger)}, default_model="crf",
     predict=predict, score=score, tally=tally, breakdown="entity_f1", headline=("entity_macro_f1", "char_macro_f1"),
     prediction_example='{"guid": "klue-ner-v1_dev_00001-wikitree", "tags": ["B-PS", "O", "O", ...]}',
     compare=compare,

@@ -121,10 +121,11 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
     C : float
         Inverse L2 strength of the logistic regression.
     morpheme_ngrams, char_ngrams : (int, int)
-        n-gram ranges of the morpheme ('form/TAG') and character TF-IDF views; char_ngrams=None leaves the
-        character view out.
+        n-gram ranges of the morpheme ('form/TAG') and character TF-IDF views; None leaves that view out (not
+        both).
     neighbours : int
-        Nearest morphemes in Kiwi's CoNg language model added per content morpheme; 0 leaves them out.
+        Nearest morphemes in Kiwi's CoNg language model added per content morpheme; 0 leaves them out. With
+        neither morphemes nor neighbours the model runs no Kiwi at all (the fast setting).
     min_df : int
         A feature must occur in this many training titles.
     class_weight : 'balanced' or None
@@ -148,7 +149,7 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
     _headline = staticmethod(headline)
 
     _parameter_constraints = {
-        "C": [POSITIVE], "morpheme_ngrams": [NGRAM_RANGE], "char_ngrams": [NGRAM_RANGE, None],
+        "C": [POSITIVE], "morpheme_ngrams": [NGRAM_RANGE, None], "char_ngrams": [NGRAM_RANGE, None],
         "neighbours": [NEIGHBOURS], "min_df": [MIN_COUNT], "class_weight": [StrOptions({"balanced"}), None],
         "max_iter": [ITERATIONS], "random_state": [SEED],
     }
@@ -166,8 +167,12 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
         self.random_state = random_state
 
     def _features(self) -> FeatureUnion:
-        parts = [("morphemes", TfidfVectorizer(analyzer=MorphemeNgrams(self.morpheme_ngrams),
-                                               min_df=self.min_df, sublinear_tf=True))]
+        if not (self.morpheme_ngrams or self.char_ngrams or self.neighbours):
+            raise ValueError("TopicClassifier needs a view: morpheme_ngrams, char_ngrams or neighbours")
+        parts = []
+        if self.morpheme_ngrams:
+            parts.append(("morphemes", TfidfVectorizer(analyzer=MorphemeNgrams(self.morpheme_ngrams),
+                                                       min_df=self.min_df, sublinear_tf=True)))
         if self.char_ngrams:
             parts.append(("characters", TfidfVectorizer(analyzer=CharacterNgrams(self.char_ngrams),
                                                         min_df=self.min_df, sublinear_tf=True)))
@@ -176,7 +181,13 @@ class TopicClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEstimat
                                                         min_df=self.min_df, sublinear_tf=True)))
         return FeatureUnion(parts)
 
+    def uses_morpheme_analysis(self) -> bool:
+        return bool(self.morpheme_ngrams or self.neighbours)
+
     def _analyses(self, records: Sequence[YnatExample]) -> list:
+        """Kiwi's analyses of the titles, or the titles themselves when no view reads morphemes."""
+        if not self.uses_morpheme_analysis():
+            return [r.title for r in records]
         analyses = analyze(r.title for r in records)
         if self.neighbours:
             prefetch_neighbours(analyses, self.neighbours)
@@ -256,6 +267,10 @@ TASK = TaskSpec(
     load_input=load_input,
     as_records=as_records, plain_inputs=plain_inputs, targets=targets,
     models={"tfidf-lr": ModelEntry(TopicClassifier),
+            # No Kiwi: character n-grams alone; the range and C best by 3-fold CV on the training titles, and the
+            # fewest iterations within the spread between its folds (results/tuning/ynat-fast*.json).
+            "fast": ModelEntry(TopicClassifier, {"morpheme_ngrams": None, "neighbours": 0, "char_ngrams": (2, 4),
+                                                 "C": 2.0, "max_iter": 100}),
             "trivial": ModelEntry(MostFrequentTopic, {"strategy": "prior"})},
     default_model="tfidf-lr",
     predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("macro_f1",),

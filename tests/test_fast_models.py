@@ -1,0 +1,58 @@
+"""Each task's fast setting (`--model fast`): what it reads, and that the four that need no Kiwi run none."""
+from __future__ import annotations
+
+import pytest
+
+from baselines import api
+from baselines.data.sources import sample_dir
+from baselines.runner.registry import TASK_CODES, get_task
+from baselines.tasks import nli, re as relation
+from features.analysis import MorphemeAnalyzer
+
+
+def sample(code: str, split: str) -> list:
+    task = get_task(code)
+    return task.load(sample_dir() / task.folder / (task.train_file if split == "train" else task.dev_file))
+
+
+def test_every_task_has_a_fast_model_and_keeps_its_most_accurate_as_the_default():
+    for code in TASK_CODES:
+        task = get_task(code)
+        assert "fast" in task.models and task.default_model != "fast", code
+
+
+@pytest.mark.parametrize("code", ["ynat", "sts", "nli", "re"])
+def test_the_fast_models_without_kiwi_never_call_it(code, monkeypatch):
+    def refuse(self, texts):
+        raise AssertionError("the fast model asked Kiwi for an analysis")
+
+    monkeypatch.setattr(MorphemeAnalyzer, "analyze", refuse)
+    task = get_task(code)
+    train, dev = sample(code, "train"), sample(code, "dev")
+    model = task.models["fast"].build(0, task.load_resources({}))
+    assert not model.uses_morpheme_analysis()
+    rows = task.predict(model.fit(train, task.targets(train)), dev)
+    scores = task.score(dev, rows, task.load_resources({}))
+    assert all(0 <= scores[metric] <= 100 for metric in task.headline if scores[metric] == scores[metric])
+
+
+def test_nli_s_character_cross_features_say_what_the_hypothesis_adds_and_drops():
+    features = nli.character_cross("비가 온다", "비가 안 온다")
+    assert features["added= 안"] == features["added=안 "] == 1.0 and "dropped= 비" not in features
+    assert features["kept_of_premise"] == 1.0 and 0 < features["kept_of_hypothesis"] < 1
+
+
+def test_re_s_eojeol_features_read_the_gap_the_particles_and_the_neighbours():
+    record = relation.ReExample("g", "이순신 장군은 조선의 무신이다", relation.Entity("이순신", 0, 2, "PER"),
+                                relation.Entity("조선", 8, 9, "LOC"), "per:origin")
+    features = relation.eojeol_pair_features(record, window=1)
+    assert features["between=장군은"] == 1.0 and features["between_all=장군은|PER>LOC"] == 1.0
+    assert features["subject_after=|PER>LOC"] == features["object_after=의|PER>LOC"] == 1.0  # 이순신 stands alone
+    assert features["object_left1=장군은"] == features["object_right1=무신이다"] == 1.0  # not its own particle 의
+    assert features["order=so|PER>LOC"] == 1.0 and "subject_left1=" not in "".join(features)
+
+
+def test_the_fast_model_is_one_name_for_every_task_from_the_api():
+    model = api.make_model("ynat", "fast")
+    assert model.get_params()["morpheme_ngrams"] is None and model.get_params()["neighbours"] == 0
+    assert api.make_model("ner", "fast").get_params()["algorithm"] == "pa"
