@@ -853,14 +853,17 @@ def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | No
 
 @_named_task
 def peers(task: str, *, data_dir: PathLike | None = None, train: PathLike | None = None,
-          dev: PathLike | None = None, seed: int = 0, results_dir: PathLike = "results", command: str | None = None,
+          dev: PathLike | None = None, seed: int = 0, rounds: int = peers_bench.ROUNDS,
+          results_dir: PathLike = "results", plots_dir: PathLike | None = None, command: str | None = None,
           log: Log = progress.say) -> tuple[dict, Path]:
-    """`bench peers`: the task's default model against the tool a user would pick instead (baselines.bench.peers), each
-    in its own process; the report replaces the task's earlier one in results_dir/peers.json, and the table goes
-    to results_dir/README.md. Returns the report and the file's path."""
+    """`bench peers`: the tool a user would pick instead, the task's default model and its fast one
+    (baselines.bench.peers), `rounds` runs each in turn, each run in its own process; the report replaces the
+    task's earlier one in results_dir/peers.json, and the table goes to results_dir/README.md; with plots_dir, the
+    chart of score against seconds of every task there. Returns the report and the file's path."""
     results_dir = Path(results_dir)
     check_output_folder(results_dir)
-    report = peers_bench.bench_peers(task, seed, data_dir, train, dev, command, log)
+    plots_dir = _figures_folder(plots_dir)
+    report = peers_bench.bench_peers(task, seed, data_dir, train, dev, command, rounds, log)
     path = results_dir / "peers.json"
     with results.locked(results_dir):
         try:
@@ -869,6 +872,10 @@ def peers(task: str, *, data_dir: PathLike | None = None, train: PathLike | None
             earlier = {}  # absent or unreadable: it is this command's own output, started afresh
         merged = {"tasks": {**(earlier if isinstance(earlier, dict) else {}), task: report}}
         written = results.write_result(results_dir, path, merged)  # the lock is re-entrant: read and write as one
+    if plots_dir is not None:
+        figure = plots.peers_chart([report for report in results.peers_reports(results_dir) if "systems" in report],
+                                   plots_dir / "peers.png")
+        log(f"{task}: figure written to {figure}")
     return report, written
 
 

@@ -28,7 +28,10 @@ def test_the_default_row_is_rerun_and_measured_against_raw_kiwi(tmp_path):
     assert task["ratio"] == round(task["seconds"] / task["raw_kiwi"]["seconds"], 2)
     assert report["suite"]["within_budget"] == (report["suite"]["ratio"] <= 5)
     assert report["command"] == "klue-baselines -q bench budget ynat"
-    assert "| suite |" in (tmp_path / "results" / "README.md").read_text(encoding="utf-8")
+    assert "| suite, default |" in (tmp_path / "results" / "README.md").read_text(encoding="utf-8")
+    fast = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "bench", "budget", "ynat", "--model", "fast"],
+                          cwd=tmp_path, capture_output=True, text=True)
+    assert fast.returncode != 0 and "no fast rows to rerun" in fast.stderr  # `run --model fast` made none
 
 
 def test_the_budget_table_shows_each_task_and_the_suite(tmp_path):
@@ -39,6 +42,14 @@ def test_the_budget_table_shows_each_task_and_the_suite(tmp_path):
     (tmp_path / "budget.json").write_text(json.dumps(report), encoding="utf-8")
     table = results.budget_table(Path(tmp_path))
     assert "| ynat | tfidf-lr | 44.0 | 20.0 | 54785 | 2.20x |" in table and "within the budget of 5x" in table
+    fast = {"tasks": {"ynat": {"run": "fast", "seconds": 14.0, "ratio": 0.7, "raw_kiwi": {"seconds": 20.0,
+                                                                                         "texts": 54785}}},
+            "suite": {"seconds": 14.0, "raw_kiwi_seconds": 20.0, "ratio": 0.7, "budget_ratio": 5.0,
+                      "within_budget": True}}
+    (tmp_path / "budget-fast.json").write_text(json.dumps(fast), encoding="utf-8")
+    table = results.budget_table(Path(tmp_path))
+    assert "| suite, default | | 44.0 | 20.0 | | 2.20x |" in table and "| ynat | fast | 14.0 |" in table
+    assert "With the fast models the suite takes 0.70 times" in table
     assert results.budget_table(Path(tmp_path / "absent")) is None
 
 

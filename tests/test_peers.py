@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from baselines import api
@@ -22,9 +23,18 @@ def sample(code: str, split: str) -> list:
 
 
 def test_the_hold_out_is_a_seeded_tenth_apart_from_the_rest():
-    inner, held = peers.hold_out(300, seed=3)
+    records = [object()] * 300
+    inner, held = peers.hold_out(get_task("ynat"), records, seed=3)
     assert len(held) == 30 and not set(inner) & set(held) and len(inner) + len(held) == 300
-    assert list(held) == list(peers.hold_out(300, seed=3)[1]) != list(peers.hold_out(300, seed=4)[1])
+    assert list(held) == list(peers.hold_out(get_task("ynat"), records, seed=3)[1]) != list(
+        peers.hold_out(get_task("ynat"), records, seed=4)[1])
+
+
+def test_the_hold_out_keeps_a_premise_with_all_its_hypotheses():
+    # A premise's three hypotheses on both sides would teach a peer the labels its held-out one does not have.
+    train = sample("nli", "train")
+    inner, held = peers.hold_out(get_task("nli"), train, seed=0)
+    assert len(held) and not {train[i].premise for i in inner} & {train[i].premise for i in held}
 
 
 def test_the_plain_crf_sees_characters_their_neighbours_and_three_flags():
@@ -44,21 +54,27 @@ def test_udpipe_reads_the_data_s_tags_as_upos():
     assert text.count("# sent_id = ") == 2
 
 
-@pytest.mark.parametrize("code", ["ynat", "ner", "dp"])
+@pytest.mark.parametrize("code", ["ynat", "sts", "nli", "ner", "re", "dp"])
 def test_each_peer_runs_on_the_sample_and_is_scored_by_our_scorer(code):
-    pytest.importorskip({"ynat": "fasttext", "ner": "sklearn_crfsuite", "dp": "ufal.udpipe"}[code])
+    pytest.importorskip({"ynat": "fasttext", "sts": "sklearn", "nli": "fasttext", "ner": "sklearn_crfsuite",
+                         "re": "fasttext", "dp": "ufal.udpipe"}[code])
     task = get_task(code)
     train, dev = sample(code, "train"), sample(code, "dev")
+    resources = task.load_resources({})
     _name, select, run = peers.PEERS[code]
-    details = select(task, train, 0, peers.Clock(), lambda message: None)
+    details = select(task, train, 0, peers.Clock(), lambda message: None, resources)
     clock = peers.Clock()
-    rows = run(task, train, dev, details["chosen"], 0, clock)
+    rows = run(task, train, dev, details["chosen"], 0, clock, resources)
     assert [row["guid"] for row in rows] == [record.guid for record in dev]
-    metrics = task.score(dev, rows, {})
+    metrics = task.score(dev, rows, resources)
     assert all(0 <= metrics[metric] <= 100 for metric in task.headline)
     assert "fit" in clock.seconds and "predict" in clock.seconds and "selection" not in clock.seconds
-    if code == "ynat":
+    if code in ("ynat", "nli", "re"):
         assert details["chosen"] in peers.FASTTEXT_GRID and len(details["selection"]) == len(peers.FASTTEXT_GRID)
+    if code == "re":  # AUPRC reads a probability of every relation
+        assert all(set(row["probs"]) == set(resources["relations"]) for row in rows)
+    if code == "sts":
+        assert details["chosen"]["view"] in peers.TFIDF_VIEWS and all(0 <= row["score"] <= 5 for row in rows)
     if code == "ner":  # characters alone find entities in the sample's dev sentences
         assert metrics["entity_macro_f1"] > 0 and details["chosen"]["c1"] in peers.CRF_C
 
@@ -66,18 +82,76 @@ def test_each_peer_runs_on_the_sample_and_is_scored_by_our_scorer(code):
 def test_peers_refuse_the_sample_and_tasks_without_a_peer(tmp_path):
     with pytest.raises(UsageError, match="needs KLUE training and dev files"):
         api.peers("ner", results_dir=tmp_path, log=lambda message: None)
-    with pytest.raises(UsageError, match="knows peers for ynat, ner, dp"):
-        api.peers("sts", results_dir=tmp_path, log=lambda message: None)
+    with pytest.raises(UsageError, match="knows peers for ynat, sts, nli, ner, re, dp, not mrc"):
+        api.peers("mrc", results_dir=tmp_path, log=lambda message: None)
+    with pytest.raises(UsageError, match="rounds must be a whole number of at least 1, not 0"):
+        peers.bench_peers("ynat", rounds=0)
     assert not (tmp_path / "peers.json").exists()
 
 
-def test_the_peers_table_shows_scores_seconds_memory_and_ratios(tmp_path):
-    report = {"task": "ner", "ratios": {"seconds": 4.5, "peak_rss": 2.7, "lead": {}},
-              "peer": {"name": "plain CRF", "metrics": {"entity_macro_f1": 74.6, "char_macro_f1": 81.5},
-                       "total_seconds": 23.0, "peak_rss_mb": 450.0},
-              "ours": {"name": "klue-baselines crf", "metrics": {"entity_macro_f1": 80.5, "char_macro_f1": 86.3},
-                       "total_seconds": 103.5, "peak_rss_mb": 1215.0}}
-    (tmp_path / "peers.json").write_text(json.dumps({"tasks": {"ner": report}}), encoding="utf-8")
+def run_of(name: str, score: float, seconds: float, peak: float) -> dict:
+    return {"name": name, "metrics": {"macro_f1": score}, "seconds": {"fit": seconds}, "total_seconds": seconds,
+            "peak_rss_mb": peak}
+
+
+def test_a_system_s_runs_give_its_median_and_spread_and_ratios_are_taken_round_by_round():
+    peer = [run_of("fastText", 80.0, seconds, 1000.0) for seconds in (30.0, 20.0, 26.0)]
+    ours = [run_of("klue-baselines fast", 82.0, seconds, 700.0) for seconds in (15.0, 12.0, 40.0)]
+    row = peers.summary(ours, "ynat")
+    assert row["total_seconds"] == {"median": 15.0, "min": 12.0, "max": 40.0, "runs": [15.0, 12.0, 40.0]}
+    assert row["seconds"] == {"fit": 15.0} and row["peak_rss_mb"]["median"] == 700.0
+    ratios = peers.ratios(get_task("ynat"), ours, peer)
+    # 15/30, 12/20, 40/26: the median ratio is 0.6, not the ratio of the medians (15/26)
+    assert ratios["seconds"]["median"] == 0.6 and ratios["seconds"]["max"] == 1.538
+    assert ratios["peak_rss"]["median"] == 0.7 and ratios["lead"] == {"macro_f1": 2.0}
+
+
+def test_a_system_that_scores_differently_between_runs_is_refused():
+    runs = [run_of("fastText", 80.0, 30.0, 1000.0), run_of("fastText", 80.5, 30.0, 1000.0)]
+    with pytest.raises(UsageError, match="scored differently in its runs"):
+        peers.summary(runs, "ynat")
+
+
+def test_fasttext_reads_the_hypothesis_after_the_separator():
+    # fastText ends a line at its own '</s>': a peer that joined the pair with it would never see the hypothesis.
+    pytest.importorskip("fasttext")
+    texts = [f"오늘 날씨가 맑다 {peers.SEPARATOR} {word}" for word in ("맑다", "흐리다") * 50]
+    labels = ["entailment", "contradiction"] * 50
+    setting = {"input": "characters", "wordNgrams": 1, "epoch": 25, "lr": 0.5}
+    model = peers._fasttext_fit(texts, labels, setting, seed=0)
+    assert [row["label"] for row in peers._fasttext_predict(model, texts[:2])] == ["entailment", "contradiction"]
+
+
+def test_re_marks_its_entities_and_kiwi_keeps_the_marks():
+    record = sample("re", "dev")[0]
+    marked = peers.marked_sentence(record)
+    assert f"<S> {record.subject.word} </S>" in marked and f"<O> {record.object.word} </O>" in marked
+    analysed = peers.kiwi_morphemes([marked])[0].split()
+    assert analysed.count("<S>") == analysed.count("</S>") == analysed.count("<O>") == 1
+
+
+def test_the_cosine_map_sends_the_threshold_to_three_within_0_to_5():
+    cosines = np.linspace(0, 1, 101)
+    scores = np.clip(cosines * 5 + np.random.default_rng(0).normal(0, 0.3, 101), 0, 5)
+    mapping = peers.cosine_map(cosines, scores)
+    assert peers.mapped_scores(np.array([mapping["threshold"]]), mapping)[0] == pytest.approx(3.0)
+    mapped = peers.mapped_scores(cosines, mapping)
+    assert mapped.min() >= 0 and mapped.max() <= 5 and 4 < mapping["slope"] < 6
+
+
+def test_the_peers_table_shows_three_rows_a_task_with_medians_and_ratios(tmp_path):
+    peer = [run_of("plain CRF", 74.6, seconds, 450.0) for seconds in (23.0, 25.0, 24.0)]
+    default = [run_of("klue-baselines crf", 80.5, seconds, 1215.0) for seconds in (103.5, 100.0, 110.0)]
+    fast = [run_of("klue-baselines fast", 79.8, seconds, 900.0) for seconds in (20.0, 22.0, 21.0)]
+    task = get_task("ynat")
+    report = {"task": "ynat", "rounds": 3,
+              "systems": {"peer": peers.summary(peer, "ynat"), "default": peers.summary(default, "ynat"),
+                          "fast": peers.summary(fast, "ynat")},
+              "ratios": {"default": peers.ratios(task, default, peer), "fast": peers.ratios(task, fast, peer)}}
+    (tmp_path / "peers.json").write_text(json.dumps({"tasks": {"ynat": report}}), encoding="utf-8")
     table = results.peers_table(Path(tmp_path))
-    assert "| ner | plain CRF | 74.60 / 81.50 | 23.0 | 450 | 80.50 / 86.30 | 103.5 | 1215 | 4.50x | 2.70x |" in table
+    assert "| ynat | peer | plain CRF | 74.60 | 24.0 (23.0-25.0) | 450 | - | - |" in table
+    assert "| ynat | ours, default | crf | 80.50 | 103.5 (100.0-110.0) | 1215 | 4.50x (4.00-4.58) | 2.70x |" in table
+    assert "| ynat | ours, fast | fast | 79.80 | 21.0 (20.0-22.0) | 900 | 0.88x (0.87-0.88) | 2.00x |" in table
+    assert "ran 3 times in turn" in table
     assert results.peers_table(Path(tmp_path / "none")) is None

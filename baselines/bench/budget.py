@@ -1,4 +1,5 @@
-"""`bench budget`: each task's default model, rerun as its results/ row records it, as a multiple of raw Kiwi analysis.
+"""`bench budget`: each task's default model (or its fast one), rerun as its results/ row records it, as a multiple
+of raw Kiwi analysis.
 
 Seconds change with the machine; their ratio to what Kiwi alone takes on the same texts, measured in the same run
 on the same machine, carries over. Each task's default row is rerun as `reproduce` reruns it (a new process, an
@@ -50,12 +51,13 @@ def data_files(code: str, record: dict) -> list[str]:
 
 
 def bench_budget(results_dir, task_codes: Sequence[str], run_command: click.Command, command: str | None = None,
-                 log: Callable[[str], None] = lambda message: None) -> dict:
-    """The report of `bench budget` for the tasks' default rows in results_dir."""
-    defaults = {code: get_task(code).default_model for code in task_codes}
+                 log: Callable[[str], None] = lambda message: None, model: str | None = None) -> dict:
+    """The report of `bench budget` for the tasks' default rows in results_dir, or with `model` ('fast') the rows
+    of that model."""
+    wanted = {code: model or get_task(code).default_model for code in task_codes}
     tasks = {}
     for row, record in reproduce.rerun(results_dir, task_codes, run_command, log,
-                                       keep=lambda row: row.run == defaults[row.task]):
+                                       keep=lambda row: row.run == wanted[row.task]):
         if record is None:
             raise UsageError(f"{row.task}: its row's command could not be rerun")
         paths = data_files(row.task, record)
@@ -70,7 +72,7 @@ def bench_budget(results_dir, task_codes: Sequence[str], run_command: click.Comm
         log(f"{row.task}: {seconds:.1f} s, {tasks[row.task]['ratio']}x raw Kiwi ({kiwi['seconds']:.1f} s)")
     total = sum(task["seconds"] for task in tasks.values())
     kiwi_total = sum(task["raw_kiwi"]["seconds"] for task in tasks.values())
-    report = {"method": __doc__.split("\n\n")[1].replace("\n", " "), "tasks": tasks,
+    report = {"method": __doc__.split("\n\n")[1].replace("\n", " "), "model": model or "default", "tasks": tasks,
               "suite": {"seconds": round(total, 1), "raw_kiwi_seconds": round(kiwi_total, 1),
                         "ratio": round(total / kiwi_total, 2) if kiwi_total else None,
                         "budget_ratio": SUITE_RATIO_BUDGET,

@@ -1,14 +1,22 @@
-"""`bench peers`: the tools a user would pick instead, against our default model, on the same files in one run.
+"""`bench peers`: the tools a user would pick instead, against our default and our fast model, on the same files.
 
 Each peer runs with fixed settings, written here, and chooses what it chooses on its training file only (a 10 %
 hold-out of it, drawn with the run's seed); its predictions are scored with this toolkit's scorer. The peer's
-choice, the peer with its chosen settings, and ours each run in a new Python process of their own, one after
-another, with an empty analysis cache, so that seconds and peak memory are each one's alone and their ratios
-hold on any machine.
+choice runs once; then the peer with its chosen settings, our default model and our fast model run in turn, three
+rounds by default, each run in a new Python process of its own with an empty analysis cache, so that seconds and
+peak memory are each one's alone. Every run of a system gives the same scores; its seconds and peak memory are
+the median of its runs, with their spread, and each ratio to the peer is taken round by round (the two ran
+minutes apart on the same machine), so that it holds on any machine and is not one lucky run.
 
-- YNAT: fastText 0.9.2 supervised (the fasttext-wheel build), one thread, on raw titles with character
+- YNAT, NLI, RE: fastText 0.9.2 supervised (the fasttext-wheel build), one thread, on raw text with character
   n-grams (minn 2, maxn 4) or on Kiwi's morphemes as form/tag; wordNgrams 1 or 2; (epoch, lr) (5, 0.1),
-  (25, 0.1) or (10, 0.5); dim 100.
+  (25, 0.1) or (10, 0.5); dim 100. It reads YNAT's title; NLI's premise and hypothesis joined by '[SEP]'; RE's
+  sentence with its subject between '<S>' and '</S>' and its object between '<O>' and '</O>' (RE's AUPRC reads
+  fastText's probability of every relation).
+- STS: the cosine of the two sentences' TF-IDF vectors (scikit-learn, sublinear tf, fitted on the training
+  sentences) over character n-grams inside words, 1-3 or 2-4, or words and word pairs; the threshold of cosine
+  with the best F1 on the training pairs (score >= 3 is similar), and least squares' slope, map the cosine to
+  3 + slope x (cosine - threshold), clipped to 0-5.
 - NER: sklearn-crfsuite on characters only: the character and those at -2..+2, the bigrams with the previous
   and the next one, and three flags (digit, Latin letter, Hangul syllable); L-BFGS, 100 iterations,
   c1 = c2 in (0.03, 0.1, 0.3).
@@ -20,6 +28,7 @@ hold on any machine.
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 import tempfile
 import time
@@ -42,6 +51,8 @@ from baselines.runner.registry import get_task
 from baselines.taskspec import TaskSpec
 
 HOLD_OUT = 0.1
+ROUNDS = 3  # runs of each system: the median of three is not one lucky run
+FAST_MODEL = "fast"  # every task's model for speed (the default is its most accurate)
 EXTRA = "pip install 'klue-baselines[peers]'"
 
 
@@ -53,11 +64,18 @@ def _needs(module: str, what: str) -> Any:
         raise UsageError(f"{what} is not installed: {EXTRA}") from None
 
 
-def hold_out(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(training, held-out) indices: a seeded 10 % of `count` records held out."""
-    order = np.random.default_rng(seed).permutation(count)
-    cut = count - max(1, int(round(count * HOLD_OUT)))
-    return np.sort(order[:cut]), np.sort(order[cut:])
+def hold_out(task: TaskSpec, train: Sequence, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(training, held-out) indices of `train`: a seeded 10 % of its groups held out (TaskSpec.group: NLI's
+    premise, RE's sentence; a record is a group of its own elsewhere). Records that share a group share their
+    words, and a peer that saw a premise with two of its labels learns to give its third hypothesis another
+    one: below chance, on a hold-out of single records."""
+    groups = [task.group(record) for record in train] if task.group is not None else list(range(len(train)))
+    distinct = list(dict.fromkeys(groups))
+    order = np.random.default_rng(seed).permutation(len(distinct))
+    held_groups = {distinct[i] for i in order[len(distinct) - max(1, int(round(len(distinct) * HOLD_OUT))):]}
+    held = np.array([i for i, group in enumerate(groups) if group in held_groups], dtype=int)
+    inner = np.array([i for i, group in enumerate(groups) if group not in held_groups], dtype=int)
+    return inner, held
 
 
 def held_out_score(task: TaskSpec, train: list, held: np.ndarray, key: str, predicted: Sequence) -> float:
@@ -79,16 +97,58 @@ class Clock:
         return result
 
 
-# --- YNAT: fastText -------------------------------------------------------------------------------------------
+# --- YNAT, NLI, RE: fastText ------------------------------------------------------------------------------------
 
 FASTTEXT_GRID = [{"input": representation, "wordNgrams": ngrams, "epoch": epoch, "lr": lr}
                  for representation in ("characters", "morphemes") for ngrams in (1, 2)
                  for epoch, lr in ((5, 0.1), (25, 0.1), (10, 0.5))]
+# Between NLI's premise and hypothesis: a token in no sentence. Not fastText's own '</s>': its reader ends the
+# line there, and the hypothesis would be read as a line without a label.
+SEPARATOR = "[SEP]"
 
 
-def kiwi_morphemes(titles: Sequence[str]) -> list[str]:
-    """Each title as Kiwi's morphemes, 'form/tag' separated by spaces (raw Kiwi, as a fastText user runs it)."""
-    return [" ".join(f"{token.form}/{token.tag}" for token in tokens) for tokens in Kiwi().tokenize(list(titles))]
+def marked_sentence(record) -> str:
+    """An RE sentence with its two entities marked by tokens of their own: '<S> 이순신 </S>', '<O> 장군 </O>'
+    (the later entity marked first, so that the earlier one's offsets still hold)."""
+    text = record.sentence
+    spans = sorted([(record.subject, "S"), (record.object, "O")], key=lambda pair: -pair[0].start)
+    for entity, mark in spans:
+        text = f"{text[:entity.start]} <{mark}> {text[entity.start:entity.end + 1]} </{mark}> {text[entity.end + 1:]}"
+    return " ".join(text.split())
+
+
+# By task: what fastText reads of a record.
+FASTTEXT_TEXT: dict[str, Callable[[Any], str]] = {
+    "ynat": lambda record: record.title,
+    "nli": lambda record: f"{record.premise} {SEPARATOR} {record.hypothesis}",
+    "re": marked_sentence,
+}
+
+
+def kiwi_morphemes(texts: Sequence[str]) -> list[str]:
+    """Each text as Kiwi's morphemes, 'form/tag' separated by spaces (raw Kiwi, as a fastText user runs it); the
+    separator and the entity marks stay tokens of their own."""
+    kept = {SEPARATOR, "<S>", "</S>", "<O>", "</O>"}
+    pieces = [text.split(" ") for text in texts]
+    chunks = [" ".join(part) for words in pieces for part in _split_at(words, kept)]
+    analysed = iter(" ".join(f"{token.form}/{token.tag}" for token in tokens)
+                    for tokens in Kiwi().tokenize([chunk for chunk in chunks if chunk not in kept]))
+    joined = []
+    for words in pieces:
+        joined.append(" ".join(part_text if part_text in kept else next(analysed)
+                               for part_text in (" ".join(part) for part in _split_at(words, kept))))
+    return joined
+
+
+def _split_at(words: Sequence[str], kept: set[str]) -> list[list[str]]:
+    """The words in runs, each token of `kept` a run of its own."""
+    runs: list[list[str]] = []
+    for word in words:
+        if word in kept or not runs or runs[-1][0] in kept:
+            runs.append([word])
+        else:
+            runs[-1].append(word)
+    return runs
 
 
 def _fasttext_fit(texts: Sequence[str], labels: Sequence[str], setting: dict, seed: int):
@@ -103,37 +163,131 @@ def _fasttext_fit(texts: Sequence[str], labels: Sequence[str], setting: dict, se
                                          maxn=4 if characters else 0, dim=100, thread=1, seed=seed, verbose=0)
 
 
-def _fasttext_predict(model, texts: Sequence[str]) -> list[str]:
-    labels, _probabilities = model.predict([text.replace("\n", " ") for text in texts])
-    return [found[0].removeprefix("__label__") for found in labels]
+def _fasttext_predict(model, texts: Sequence[str]) -> list[dict]:
+    """For each text, the likeliest label and every label's probability. One text at a time, through the
+    binding's own predict: fasttext-wheel 0.9.2's list predict repeats each text's first probability for every
+    label, and its Python predict of one text fails under NumPy 2 (np.array(..., copy=False))."""
+    rows = []
+    for text in texts:
+        ranked = model.f.predict(text.replace("\n", " ") + "\n", -1, 0.0, "strict")  # (probability, label), best first
+        rows.append({"label": ranked[0][1].removeprefix("__label__"),
+                     "probs": {label.removeprefix("__label__"): round(float(p), 6) for p, label in ranked}})
+    return rows
 
 
-def fasttext_select(task: TaskSpec, train: list, seed: int, clock: Clock, log) -> dict:
-    """fastText's setting, chosen by macro F1 on the hold-out (the first of the best on a tie)."""
+def _with_every_label(task: TaskSpec, rows: list[dict], records: Sequence, resources: dict) -> list[dict]:
+    """RE's rows with a probability for every relation (0 for one that fastText never saw in training), as its
+    AUPRC asks; other tasks' rows without probabilities, as their scores read none."""
+    if task.code != "re":
+        return [{"guid": row["guid"], "label": row["label"]} for row in rows]
+    relations = resources["relations"]
+    return [{**row, "probs": {relation: row["probs"].get(relation, 0.0) for relation in relations}} for row in rows]
+
+
+def fasttext_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, resources: dict) -> dict:
+    """fastText's setting, chosen by the first headline metric on the hold-out (the first of the best on a tie)."""
     labels = task.targets(train)
-    raw = {"characters": task.plain_inputs(train)}
+    raw = {"characters": [FASTTEXT_TEXT[task.code](record) for record in train]}
     raw["morphemes"] = clock.measure("selection", lambda: kiwi_morphemes(raw["characters"]))
-    inner, held = hold_out(len(train), seed)
+    inner, held = hold_out(task, train, seed)
     table = []
     for setting in FASTTEXT_GRID:
         texts = raw[setting["input"]]
         model = clock.measure("selection", lambda: _fasttext_fit([texts[i] for i in inner],
                                                                  [labels[i] for i in inner], setting, seed))
-        score = held_out_score(task, train, held, "label", _fasttext_predict(model, [texts[i] for i in held]))
+        predicted = _fasttext_predict(model, [texts[i] for i in held])
+        rows = _with_every_label(task, [{"guid": train[i].guid, **row} for i, row in zip(held, predicted)],
+                                 [train[i] for i in held], resources)
+        score = task.score([train[i] for i in held], rows, resources)[task.headline[0]]
         table.append({**setting, task.headline[0]: round(score, 4)})
-        log(f"ynat: fastText {setting}: {score:.2f} on the hold-out")
+        log(f"{task.code}: fastText {setting}: {score:.2f} on the hold-out")
     chosen = max(zip(table, FASTTEXT_GRID), key=lambda pair: pair[0][task.headline[0]])[1]
     return {"chosen": chosen, "selection": table}
 
 
-def fasttext_ynat(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock) -> list[dict]:
+def fasttext_peer(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock,
+                  resources: dict) -> list[dict]:
     """fastText with the chosen setting, fitted on the whole training file, predicting the dev file."""
     labels = task.targets(train)
-    titles = task.plain_inputs(train) + task.plain_inputs(dev)
-    texts = clock.measure("analysis", lambda: kiwi_morphemes(titles)) if chosen["input"] == "morphemes" else titles
+    raw = [FASTTEXT_TEXT[task.code](record) for record in list(train) + list(dev)]
+    texts = clock.measure("analysis", lambda: kiwi_morphemes(raw)) if chosen["input"] == "morphemes" else raw
     model = clock.measure("fit", lambda: _fasttext_fit(texts[:len(train)], labels, chosen, seed))
     predicted = clock.measure("predict", lambda: _fasttext_predict(model, texts[len(train):]))
-    return [{"guid": record.guid, "label": label} for record, label in zip(dev, predicted)]
+    return _with_every_label(task, [{"guid": record.guid, **row} for record, row in zip(dev, predicted)], dev,
+                             resources)
+
+
+# --- STS: TF-IDF cosine ---------------------------------------------------------------------------------------
+
+TFIDF_VIEWS = {"characters 1-3": {"analyzer": "char_wb", "ngram_range": (1, 3)},
+               "characters 2-4": {"analyzer": "char_wb", "ngram_range": (2, 4)},
+               "words 1-2": {"analyzer": "word", "ngram_range": (1, 2), "token_pattern": r"\S+"}}
+
+
+def tfidf_vectorizer(view: str, pairs: Sequence[tuple[str, str]]):
+    """A TF-IDF of the view, its vocabulary and weights fitted on the sentences of `pairs`."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    sentences = [sentence for pair in pairs for sentence in pair]
+    return TfidfVectorizer(sublinear_tf=True, **TFIDF_VIEWS[view]).fit(sentences)
+
+
+def tfidf_cosines(vectorizer, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+    """The cosine of the two sentences of each pair in the vectorizer's TF-IDF space."""
+    left = vectorizer.transform([first for first, _second in pairs])
+    right = vectorizer.transform([second for _first, second in pairs])
+    return np.asarray(left.multiply(right).sum(axis=1)).ravel()  # rows are L2-normalised: the dot is the cosine
+
+
+def cosine_map(cosines: np.ndarray, scores: np.ndarray) -> dict:
+    """The threshold and linear map of cosines to 0-5 chosen on training pairs: the threshold is the cosine above
+    which a pair counts as similar (score >= 3) with the best F1 on them; the slope is least squares'; the map
+    sends the threshold to 3, so that the mapped score is >= 3 exactly where the cosine reaches the threshold."""
+    from sklearn.metrics import f1_score
+    similar = scores >= 3.0
+    candidates = np.unique(np.quantile(cosines, np.linspace(0.02, 0.98, 97)))
+    f1s = [f1_score(similar, cosines >= threshold, zero_division=0) for threshold in candidates]
+    threshold = float(candidates[int(np.argmax(f1s))])
+    slope = float(np.polyfit(cosines, scores, 1)[0])
+    return {"threshold": round(threshold, 6), "slope": round(slope, 6)}
+
+
+def mapped_scores(cosines: np.ndarray, mapping: dict) -> np.ndarray:
+    return np.clip(3.0 + mapping["slope"] * (cosines - mapping["threshold"]), 0.0, 5.0)
+
+
+def tfidf_fit(view: str, pairs: Sequence[tuple[str, str]], scores: np.ndarray) -> tuple[Any, dict]:
+    """The view's TF-IDF fitted on the training sentences, and its cosines' threshold and map fitted on their
+    pairs."""
+    vectorizer = tfidf_vectorizer(view, pairs)
+    return vectorizer, cosine_map(tfidf_cosines(vectorizer, pairs), scores)
+
+
+def tfidf_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, resources: dict) -> dict:
+    """The TF-IDF view, chosen by Pearson r on the hold-out (the first of the best on a tie), fitted on the
+    rest."""
+    pairs, scores = task.plain_inputs(train), np.asarray(task.targets(train), dtype=float)
+    inner, held = hold_out(task, train, seed)
+    table = []
+    for view in TFIDF_VIEWS:
+        def held_out_scores():
+            vectorizer, mapping = tfidf_fit(view, [pairs[i] for i in inner], scores[inner])
+            return mapped_scores(tfidf_cosines(vectorizer, [pairs[i] for i in held]), mapping)
+        predicted = clock.measure("selection", held_out_scores)
+        score = held_out_score(task, train, held, "score", [float(value) for value in predicted])
+        table.append({"view": view, task.headline[0]: round(score, 4)})
+        log(f"sts: TF-IDF cosine over {view}: {score:.2f} on the hold-out")
+    chosen = max(table, key=lambda row: row[task.headline[0]])["view"]
+    return {"chosen": {"view": chosen}, "selection": table}
+
+
+def tfidf_sts(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock,
+              resources: dict) -> list[dict]:
+    """The chosen view fitted on the training file (its TF-IDF, threshold and map), scoring the dev pairs."""
+    pairs, scores = task.plain_inputs(train), np.asarray(task.targets(train), dtype=float)
+    vectorizer, mapping = clock.measure("fit", lambda: tfidf_fit(chosen["view"], pairs, scores))
+    predicted = clock.measure("predict", lambda: mapped_scores(tfidf_cosines(vectorizer, task.plain_inputs(dev)),
+                                                               mapping))
+    return [{"guid": record.guid, "score": round(float(value), 6)} for record, value in zip(dev, predicted)]
 
 
 # --- NER: a plain character CRF -------------------------------------------------------------------------------
@@ -160,11 +314,11 @@ def _crf(c: float):
     return crfsuite.CRF(algorithm="lbfgs", c1=c, c2=c, max_iterations=100)
 
 
-def crf_select(task: TaskSpec, train: list, seed: int, clock: Clock, log) -> dict:
+def crf_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, resources: dict) -> dict:
     """The CRF's c1 = c2, chosen by entity macro F1 on the hold-out (the first of the best on a tie)."""
     tags = task.targets(train)
     features = [character_features(text) for text in task.plain_inputs(train)]
-    inner, held = hold_out(len(train), seed)
+    inner, held = hold_out(task, train, seed)
     table = []
     for c in CRF_C:
         model = clock.measure("selection", lambda: _crf(c).fit([features[i] for i in inner], [tags[i] for i in inner]))
@@ -176,7 +330,8 @@ def crf_select(task: TaskSpec, train: list, seed: int, clock: Clock, log) -> dic
     return {"chosen": {"c1": chosen, "c2": chosen, "max_iterations": 100}, "selection": table}
 
 
-def plain_crf_ner(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock) -> list[dict]:
+def plain_crf_ner(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock,
+                  resources: dict) -> list[dict]:
     """The plain CRF with the chosen penalty, fitted on the whole training file, tagging the dev file."""
     tags = task.targets(train)
     features = clock.measure("features", lambda: [character_features(text) for text in task.plain_inputs(train)])
@@ -216,13 +371,14 @@ def _udpipe_sentences(udpipe, text: str):
     return sentences
 
 
-def udpipe_select(task: TaskSpec, train: list, seed: int, clock: Clock, log) -> dict:
+def udpipe_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, resources: dict) -> dict:
     """Nothing to choose: UDPipe's defaults, but a single root, which wants the relation 'root' that KLUE's
     roots (VP, NP ...) do not carry."""
     return {"chosen": {"parser": "single_root=0", "tokenizer": "none", "tagger": "none"}}
 
 
-def udpipe_dp(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock) -> list[dict]:
+def udpipe_dp(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock,
+              resources: dict) -> list[dict]:
     """UDPipe's parser trained on the whole training file, then parsing the dev file on its gold tags."""
     udpipe = _needs("ufal.udpipe", "UDPipe (ufal.udpipe)")
     trees = task.targets(train)
@@ -251,21 +407,29 @@ def udpipe_dp(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, c
 
 # By task: the peer's name, how it chooses its settings on the training file, and how it runs with them.
 PEERS: dict[str, tuple[str, Callable, Callable]] = {
-    "ynat": ("fastText 0.9.2", fasttext_select, fasttext_ynat),
+    "ynat": ("fastText 0.9.2", fasttext_select, fasttext_peer),
+    "sts": ("TF-IDF cosine (scikit-learn)", tfidf_select, tfidf_sts),
+    "nli": ("fastText 0.9.2", fasttext_select, fasttext_peer),
     "ner": ("plain character CRF (sklearn-crfsuite)", crf_select, plain_crf_ner),
+    "re": ("fastText 0.9.2", fasttext_select, fasttext_peer),
     "dp": ("UDPipe 1.4 parser", udpipe_select, udpipe_dp),
 }
+
+
+SYSTEMS = ("peer", "default", "fast")  # the order each round runs them in
 
 
 def measure(code: str, who: str, seed: int, data: dict, chosen: dict | None = None,
             log: Callable[[str], None] = lambda message: None) -> dict:
     """One step, in this process (a fresh one: bench_peers starts one per step): the peer's choice of settings
-    on the training file ('select'); the peer with them ('peer'); or ours, the task's default model as `run`
-    trains and scores it ('ours'). For the last two, the headline scores, seconds and peak memory."""
+    on the training file ('select'); the peer with them ('peer'); or one of ours, the task's default model or its
+    fast one as `run` trains and scores it ('default', 'fast'). For the last three, the headline scores, seconds
+    and peak memory."""
     task = get_task(code)
     located = locate(task, data.get("data_dir"), data.get("train"), data.get("dev"))
-    if who == "ours":
-        record, _predictions = evaluation.evaluate_task(task, located, seed=seed, log=log)
+    if who in ("default", "fast"):
+        model = task.default_model if who == "default" else FAST_MODEL
+        record, _predictions = evaluation.evaluate_task(task, located, model_name=model, seed=seed, log=log)
         # Scoring is left out of both sides' totals: the peer's predictions are scored by this toolkit too.
         seconds = {stage: value for stage, value in record["seconds"].items() if stage != "score"}
         return {"name": f"klue-baselines {record['model']}",
@@ -276,23 +440,58 @@ def measure(code: str, who: str, seed: int, data: dict, chosen: dict | None = No
     clock = Clock()
     name, select, run = PEERS[code]
     train = clock.measure("load", lambda: task.load(located.train))
+    resources = task.load_resources(located.extras)
     if who == "select":
-        chosen = select(task, train, seed, clock, log)
+        chosen = select(task, train, seed, clock, log, resources)
         return {**chosen, "seconds": clock.seconds.get("selection", 0.0), "peak_rss_mb": memory.rounded_peak_mb()}
     dev = clock.measure("load", lambda: task.load(located.dev))
-    rows = run(task, train, dev, chosen, seed, clock)
-    metrics = task.score(dev, rows, task.load_resources(located.extras))
+    rows = run(task, train, dev, chosen, seed, clock, resources)
+    metrics = task.score(dev, rows, resources)
     return {"name": name, "metrics": {metric: round(metrics[metric], 6) for metric in task.headline},
             "settings": chosen, "seconds": clock.seconds, "total_seconds": round(sum(clock.seconds.values()), 3),
             "peak_rss_mb": memory.rounded_peak_mb()}
 
 
+def spread(values: Sequence[float], digits: int) -> dict:
+    """The median, least and greatest of `values`, and each of them, rounded."""
+    return {"median": round(float(np.median(values)), digits), "min": round(min(values), digits),
+            "max": round(max(values), digits), "runs": [round(value, digits) for value in values]}
+
+
+def summary(runs: list[dict], code: str) -> dict:
+    """One system's runs as one row: its scores (the same in every run, or a UsageError), the stages of its
+    median run, and the spread of its seconds and peak memory."""
+    scores = {json.dumps(run["metrics"], sort_keys=True) for run in runs}
+    if len(scores) > 1:
+        raise UsageError(f"{code}: {runs[0]['name']} scored differently in its runs ({' / '.join(sorted(scores))}); "
+                         f"bench peers compares runs that give the same predictions")
+    totals = [run["total_seconds"] for run in runs]
+    middle = runs[sorted(range(len(runs)), key=totals.__getitem__)[len(runs) // 2]]
+    row = {key: value for key, value in middle.items() if key not in ("total_seconds", "peak_rss_mb")}
+    peaks = [run["peak_rss_mb"] for run in runs if run["peak_rss_mb"] is not None]
+    return {**row, "total_seconds": spread(totals, 3), "peak_rss_mb": spread(peaks, 1) if peaks else None}
+
+
+def ratios(task: TaskSpec, ours: list[dict], peer: list[dict]) -> dict:
+    """Ours against the peer, round by round (each round ran both on the same machine, one after the other):
+    the spread of the ratios of seconds and of peak memory, and the lead on each headline metric."""
+    memory_ratios = [mine["peak_rss_mb"] / theirs["peak_rss_mb"] for mine, theirs in zip(ours, peer)
+                     if mine["peak_rss_mb"] and theirs["peak_rss_mb"]]
+    return {"seconds": spread([mine["total_seconds"] / theirs["total_seconds"] for mine, theirs in zip(ours, peer)], 3),
+            "peak_rss": spread(memory_ratios, 3) if memory_ratios else None,
+            "lead": {metric: round(ours[0]["metrics"][metric] - peer[0]["metrics"][metric], 4)
+                     for metric in task.headline}}
+
+
 def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, train: str | Path | None = None,
-                dev: str | Path | None = None, command: str | None = None,
+                dev: str | Path | None = None, command: str | None = None, rounds: int = ROUNDS,
                 log: Callable[[str], None] = lambda message: None) -> dict:
-    """Ours and the task's peer, each in a new process with an empty analysis cache, and the ratios."""
+    """The task's peer, our default model and our fast one, each run `rounds` times in turn (peer, default, fast,
+    then again), each run in a new process with an empty analysis cache; their medians, spreads and ratios."""
     if code not in PEERS:
         raise UsageError(f"bench peers knows peers for {', '.join(PEERS)}, not {code}")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise UsageError(f"{errors.setting('--rounds', 'rounds')} must be a whole number of at least 1, not {rounds!r}")
     task = get_task(code)
     located = locate(task, data_dir, train, dev)
     if located.is_sample or located.train is None:
@@ -305,23 +504,23 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
     selection = in_new_process("baselines.bench.peers", {"code": code, "who": "select", "seed": seed, "data": data},
                                f"{code}: select failed")
     log(f"{code}: chosen {selection['chosen']} in {selection['seconds']:.1f} s")
-    sides = {}
-    for who in ("peer", "ours"):
-        log(f"{code}: {PEERS[code][0] if who == 'peer' else 'ours'}, in a new process")
-        sides[who] = in_new_process("baselines.bench.peers", {"code": code, "who": who, "seed": seed, "data": data,
-                                                        "chosen": selection["chosen"]}, f"{code}: {who} failed")
-        log(f"{code}: {sides[who]['name']}: {sides[who]['metrics']} in {sides[who]['total_seconds']:.1f} s, "
-            f"peak {sides[who]['peak_rss_mb']} MiB")
-    ours, peer = sides["ours"], {**sides["peer"], "choice": selection}
+    runs: dict[str, list[dict]] = {who: [] for who in SYSTEMS}
+    for round_number in range(1, rounds + 1):
+        for who in SYSTEMS:
+            log(f"{code}: round {round_number} of {rounds}: {PEERS[code][0] if who == 'peer' else who}, "
+                f"in a new process")
+            run = in_new_process("baselines.bench.peers", {"code": code, "who": who, "seed": seed, "data": data,
+                                                           "chosen": selection["chosen"]}, f"{code}: {who} failed")
+            runs[who].append(run)
+            log(f"{code}: {run['name']}: {run['metrics']} in {run['total_seconds']:.1f} s, "
+                f"peak {run['peak_rss_mb']} MiB")
+    systems = {who: summary(runs[who], code) for who in SYSTEMS}
+    systems["peer"]["choice"] = selection
     report = {
-        "task": code, "seed": seed, "method": __doc__.split("\n\n")[1].replace("\n", " "),
+        "task": code, "seed": seed, "rounds": rounds, "method": __doc__.split("\n\n")[1].replace("\n", " "),
         "files": [evaluation.describe_file(path) for path in (located.train, located.dev)],
-        "ours": ours, "peer": peer,
-        "ratios": {"seconds": round(ours["total_seconds"] / peer["total_seconds"], 2),
-                   "peak_rss": (round(ours["peak_rss_mb"] / peer["peak_rss_mb"], 2)
-                                if ours["peak_rss_mb"] and peer["peak_rss_mb"] else None),
-                   "lead": {metric: round(ours["metrics"][metric] - peer["metrics"][metric], 4)
-                            for metric in task.headline}},
+        "systems": systems,
+        "ratios": {who: ratios(task, runs[who], runs["peer"]) for who in ("default", "fast")},
         "versions": versions(), "machine": machine(), "code": code_version(),
     }
     if command is not None:

@@ -8,6 +8,7 @@ import click
 from baselines import api
 from baselines.bench import analysis as analysis_bench
 from baselines.bench import budget, long_inputs, reproduce
+from baselines.bench import peers as peers_bench
 from baselines.runner import results
 from baselines.errors import UsageError
 from baselines.runtime.provenance import code_version, machine
@@ -117,21 +118,33 @@ def bench_scale_command(ctx, task: str, sizes: list[float], model_name, data_dir
 @train_option
 @dev_option
 @seed_option
+@click.option("--rounds", type=click.IntRange(min=1), default=peers_bench.ROUNDS, show_default=True,
+              help="Runs of each system, in turn; seconds and memory are their medians.")
 @results_dir_option(help="Where peers.json goes; README.md there gets the table.")
+@plots_option
 @click.pass_context
 @friendly_errors
-def bench_peers_command(ctx, task: str, data_dir, train_file, dev_file, seed: int, results_dir: Path) -> None:
-    """Our default model against the tool a user would pick instead (YNAT: fastText, NER: a plain character CRF,
-    DP: UDPipe), on the same files, each in its own process: scores, seconds, peak memory and our ratios. Needs
-    the peers extra: pip install 'klue-baselines[peers]'."""
-    report, path = api.peers(task, data_dir=data_dir, train=train_file, dev=dev_file, seed=seed,
-                             results_dir=results_dir, command=command_line(), log=console(ctx).log)
+def bench_peers_command(ctx, task: str, data_dir, train_file, dev_file, seed: int, rounds: int, results_dir: Path,
+                        plots_dir) -> None:
+    """The tool a user would pick instead (YNAT, NLI, RE: fastText; STS: TF-IDF cosine; NER: a plain character
+    CRF; DP: UDPipe), our default model and our fast one (--model fast), on the same files, each run in its own
+    process, --rounds times in turn: scores, median seconds and peak memory, and our ratios to the peer. With
+    --plots: score against seconds for every task measured. Needs the peers extra: pip install
+    'klue-baselines[peers]'."""
+    report, path = api.peers(task, data_dir=data_dir, train=train_file, dev=dev_file, seed=seed, rounds=rounds,
+                             results_dir=results_dir, plots_dir=plots_dir, command=command_line(),
+                             log=console(ctx).log)
     rows = []
-    for side in (report["peer"], report["ours"]):
-        rows.append([side["name"], " / ".join(results.format_score(v) for v in side["metrics"].values()),
-                     f"{side['total_seconds']:.1f}", results.memory_cell(side["peak_rss_mb"])])
-    _print_table(["system", " / ".join(report["ours"]["metrics"]), "seconds", "peak RSS MiB"], rows)
-    click.echo(f"our time is {report['ratios']['seconds']:.2f}x the peer's; written to {path}")
+    for who, system in report["systems"].items():
+        ratio = report["ratios"].get(who)
+        rows.append([results.SYSTEM_NAMES[who], system["name"].removeprefix("klue-baselines "),
+                     " / ".join(results.format_score(v) for v in system["metrics"].values()),
+                     f"{system['total_seconds']['median']:.1f}",
+                     results.memory_cell(system["peak_rss_mb"]["median"] if system["peak_rss_mb"] else None),
+                     results.ratio_cell(ratio["seconds"]) if ratio else "-"])
+    _print_table(["system", "model", " / ".join(report["systems"]["peer"]["metrics"]), "median s", "peak RSS MiB",
+                  "time / peer's"], rows)
+    click.echo(f"written to {path}")
 
 
 @bench.command("long-inputs")
@@ -153,17 +166,22 @@ def bench_long_inputs_command(ctx, task_codes, results_dir: Path) -> None:
 
 @bench.command("budget")
 @task_codes_argument
+@click.option("--model", "model_name", type=click.Choice(["default", "fast"]), default="default", show_default=True,
+              help="Whose rows to rerun: each task's default model (budget.json) or its fast one (budget-fast.json).")
 @results_dir_option(exists=True,
                     help="The committed results, whose default rows are rerun; budget.json goes there.")
 @click.pass_context
 @friendly_errors
-def bench_budget_command(ctx, task_codes, results_dir: Path) -> None:
-    """Rerun each task's default row (all tasks by default) as `reproduce` does, time raw Kiwi analysis of the
-    same texts in the same run, and report each task's seconds as a multiple of it, with the suite's."""
-    report = budget.bench_budget(results_dir, task_codes or TASK_CODES, run, command_line(), console(ctx).log)
+def bench_budget_command(ctx, task_codes, model_name: str, results_dir: Path) -> None:
+    """Rerun each task's default row (all tasks by default; or its fast model's, --model fast) as `reproduce`
+    does, time raw Kiwi analysis of the same texts in the same run, and report each task's seconds as a multiple
+    of it, with the suite's."""
+    fast = model_name == "fast"
+    report = budget.bench_budget(results_dir, task_codes or TASK_CODES, run, command_line(), console(ctx).log,
+                                 model="fast" if fast else None)
     if not report["tasks"]:
-        raise UsageError(f"no default rows to rerun in {results_dir}")
-    path = results.write_result(results_dir, results_dir / "budget.json", report)
+        raise UsageError(f"no {model_name} rows to rerun in {results_dir}")
+    path = results.write_result(results_dir, results_dir / ("budget-fast.json" if fast else "budget.json"), report)
     _print_table(["task", "seconds", "raw Kiwi s", "multiple"],
                  [[code, f"{task['seconds']:.1f}", f"{task['raw_kiwi']['seconds']:.1f}", f"{task['ratio']:.2f}x"]
                   for code, task in report["tasks"].items()])

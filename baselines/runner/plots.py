@@ -247,3 +247,34 @@ def scale_chart(reports: Sequence[dict], path: Path, budget_seconds: float) -> P
         axes.grid(alpha=0.3, which="both")
         axes.legend(fontsize=8)
         return _save(figure, path)
+
+
+def peers_chart(reports: Sequence[dict], path: Path) -> Path:
+    """Each task's first headline metric against its median seconds (log scale), one panel per task and one point
+    per system (the peer, our default, our fast model), from results/peers.json: a point up and to the left of
+    the peer's is ahead on both axes."""
+    markers = {"peer": ("s", MBERT), "default": ("o", OURS), "fast": ("^", "tab:green")}
+    names = {"peer": "peer", "default": "ours, default", "fast": "ours, fast"}
+    with _korean_text() as Figure:
+        columns = min(3, max(1, len(reports)))
+        rows = -(-len(reports) // columns)
+        figure = Figure(figsize=(3.4 * columns, 2.9 * rows), layout="constrained")
+        for index, report in enumerate(reports, start=1):
+            axes = figure.add_subplot(rows, columns, index)
+            metric = next(iter(report["systems"]["peer"]["metrics"]))
+            for who, system in report["systems"].items():
+                marker, colour = markers[who]
+                seconds, score = system["total_seconds"]["median"], system["metrics"][metric]
+                axes.scatter([seconds], [score], marker=marker, color=colour, s=50, zorder=3,
+                             label=f"{names[who]}: {system['name'].removeprefix('klue-baselines ')}")
+                axes.errorbar([seconds], [score], xerr=[[seconds - system["total_seconds"]["min"]],
+                                                        [system["total_seconds"]["max"] - seconds]],
+                              color=colour, capsize=2, linewidth=1)
+            axes.set_xscale("log")
+            axes.set_title(f"{report['task'].upper()}", fontsize=10)
+            axes.set_xlabel("seconds (median of runs, range)", fontsize=8)
+            axes.set_ylabel(metric, fontsize=8)
+            axes.grid(alpha=0.3, which="both")
+            axes.legend(fontsize=6.5, loc="best")
+        figure.suptitle("Against the tools a user would pick instead: up and to the left is ahead", fontsize=11)
+        return _save(figure, path)

@@ -353,48 +353,77 @@ def peers_reports(results_dir: Path) -> list[dict]:
     return [reports[code] for code in order if isinstance(reports.get(code), dict)]
 
 
+SYSTEM_NAMES = {"peer": "peer", "default": "ours, default", "fast": "ours, fast"}
+
+
+def ratio_cell(spread: dict | None) -> str:
+    """A ratio's median with its range over the rounds ('0.62x (0.58-0.66)'), '-' where there is none."""
+    if not spread:
+        return "-"
+    if spread["min"] == spread["max"]:
+        return f"{spread['median']:.2f}x"
+    return f"{spread['median']:.2f}x ({spread['min']:.2f}-{spread['max']:.2f})"
+
+
 def peers_table(results_dir: Path) -> str | None:
-    """Ours against the tool a user would pick instead, per task: scores, seconds, peak memory and our ratios,
-    or None before `bench peers` has run."""
+    """Per task three rows: the tool a user would pick instead, our default and our fast model, with their scores,
+    median seconds and peak memory, and our ratios to the peer; None before `bench peers` has run."""
     rows = []
     for report in peers_reports(results_dir):
-        ours, peer, ratios = report["ours"], report["peer"], report["ratios"]
-        memory_ratio = "-" if ratios["peak_rss"] is None else f"{ratios['peak_rss']:.2f}x"
-        rows.append(" | ".join([
-            f"| {report['task']}", peer["name"], " / ".join(format_score(v) for v in peer["metrics"].values()),
-            f"{peer['total_seconds']:.1f}", memory_cell(peer["peak_rss_mb"]),
-            " / ".join(format_score(v) for v in ours["metrics"].values()), f"{ours['total_seconds']:.1f}",
-            memory_cell(ours["peak_rss_mb"]), f"{ratios['seconds']:.2f}x", memory_ratio,
-            f"{machine_cell(report.get('machine'))} |"]))
+        if "systems" not in report:  # a report of the one-run layout before #72
+            continue
+        for who, system in report["systems"].items():
+            ratios = report["ratios"].get(who, {})
+            seconds, peak = system["total_seconds"], system["peak_rss_mb"]
+            rows.append(" | ".join([
+                f"| {report['task']}", SYSTEM_NAMES.get(who, who), system["name"].removeprefix("klue-baselines "),
+                " / ".join(format_score(v) for v in system["metrics"].values()),
+                f"{seconds['median']:.1f} ({seconds['min']:.1f}-{seconds['max']:.1f})",
+                memory_cell(peak["median"] if peak else None), ratio_cell(ratios.get("seconds")),
+                ratio_cell(ratios.get("peak_rss")), f"{machine_cell(report.get('machine'))} |"]))
     if not rows:
         return None
+    rounds = sorted({report.get("rounds") for report in peers_reports(results_dir) if "systems" in report})
     return "\n".join([
-        "| task | peer | peer score | peer s | peer peak RSS (MiB) | ours | our s | our peak RSS (MiB) | "
-        "our time / peer's | our memory / peer's | machine |", "|---|---|---|---|---|---|---|---|---|---|---|", *rows,
-        "", "Scores are the task's headline metrics in order; seconds count loading, analysis, fit and predict (not "
-        "scoring, nor the peer's choice of settings, which peers.json times apart). Settings and their choice: "
-        "`peers.json`, and the docstring of `baselines/bench/peers.py`."])
+        "| task | system | model | score | seconds (min-max) | peak RSS (MiB) | time / peer's | memory / peer's | "
+        "machine |", "|---|---|---|---|---|---|---|---|---|", *rows,
+        "", f"Each system ran {' or '.join(map(str, rounds))} times in turn (peer, default, fast, then again), each "
+        "run in a new process with an empty analysis cache; seconds and peak memory are the medians of its runs, and "
+        "a ratio is the median of the ratios round by round, with their range. Scores are the task's headline "
+        "metrics in order (the same in every run); seconds count loading, analysis, fit and predict (not scoring, "
+        "nor the peer's choice of settings, which peers.json times apart). Settings and their choice: `peers.json`, "
+        "and the docstring of `baselines/bench/peers.py`."])
 
 
 BUDGET_START, BUDGET_END = "<!-- budget:start -->", "<!-- budget:end -->"
 
 
+BUDGET_FILES = (("budget.json", "default"), ("budget-fast.json", "fast"))
+
+
 def budget_table(results_dir: Path) -> str | None:
-    """Each task's default row as a multiple of raw Kiwi analysis of its texts, and the suite's, from
-    results_dir/budget.json; None before `bench budget` has run."""
-    try:
-        report = json.loads((results_dir / "budget.json").read_text(encoding="utf-8"))
-        tasks, suite = report["tasks"], report["suite"]
-    except (OSError, ValueError, KeyError, TypeError):
+    """Each task's default row, and its fast row where `bench budget --model fast` has run, as a multiple of raw
+    Kiwi analysis of its texts, and the suite's, from results_dir/budget*.json; None before `bench budget` has
+    run."""
+    rows, verdicts = [], []
+    for name, which in BUDGET_FILES:
+        try:
+            report = json.loads((results_dir / name).read_text(encoding="utf-8"))
+            tasks, suite = report["tasks"], report["suite"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        rows += [f"| {code} | {task['run']} | {task['seconds']:.1f} | {task['raw_kiwi']['seconds']:.1f} | "
+                 f"{task['raw_kiwi']['texts']} | {task['ratio']:.2f}x |" for code, task in tasks.items()]
+        rows.append(f"| suite, {which} | | {suite['seconds']:.1f} | {suite['raw_kiwi_seconds']:.1f} | | "
+                    f"{suite['ratio']:.2f}x |")
+        verdict = "within" if suite["within_budget"] else "over"
+        verdicts.append(f"With the {which} models the suite takes {suite['ratio']:.2f} times raw Kiwi analysis of "
+                        f"all its texts: {verdict} the budget of {suite['budget_ratio']:g}x (measured in one run on "
+                        f"{machine_cell(report.get('machine'))}).")
+    if not rows:
         return None
-    rows = [f"| {code} | {task['run']} | {task['seconds']:.1f} | {task['raw_kiwi']['seconds']:.1f} | "
-            f"{task['raw_kiwi']['texts']} | {task['ratio']:.2f}x |" for code, task in tasks.items()]
-    verdict = "within" if suite["within_budget"] else "over"
-    return "\n".join([
-        "| task | model | seconds | raw Kiwi s | texts | multiple of raw Kiwi |", "|---|---|---|---|---|---|", *rows,
-        f"| suite | | {suite['seconds']:.1f} | {suite['raw_kiwi_seconds']:.1f} | | {suite['ratio']:.2f}x |", "",
-        f"The suite takes {suite['ratio']:.2f} times raw Kiwi analysis of all its texts: {verdict} the budget of "
-        f"{suite['budget_ratio']:g}x. Measured in one run on {machine_cell(report.get('machine'))}."])
+    return "\n".join(["| task | model | seconds | raw Kiwi s | texts | multiple of raw Kiwi |",
+                      "|---|---|---|---|---|---|", *rows, "", " ".join(verdicts)])
 
 
 def describe_machine(machine: dict[str, str]) -> str:
