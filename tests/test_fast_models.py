@@ -52,6 +52,16 @@ def test_re_s_eojeol_features_read_the_gap_the_particles_and_the_neighbours():
     assert features["order=so|PER>LOC"] == 1.0 and "subject_left1=" not in "".join(features)
 
 
+def test_the_compact_ner_features_leave_out_what_they_say():
+    from features.analysis import analyze
+    from baselines.tasks.ner import COMPACT_LEFT_OUT, character_features
+    text = "이순신 장군은 1545년에 태어났다"
+    full, compact = (character_features(text, analyze([text])[0], compact=flag) for flag in (False, True))
+    assert all(set(row) & COMPACT_LEFT_OUT for row in full[1:-1])
+    assert not any(set(row) & COMPACT_LEFT_OUT for row in compact)
+    assert [{k: v for k, v in row.items() if k not in COMPACT_LEFT_OUT} for row in full] == compact
+
+
 def test_the_fast_model_is_one_name_for_every_task_from_the_api():
     model = api.make_model("ynat", "fast")
     assert model.get_params()["morpheme_ngrams"] is None and model.get_params()["neighbours"] == 0

@@ -517,7 +517,9 @@ def regenerate_readme(results_dir: Path) -> Path:
         "`learning-curve/`; each file holds the command that wrote it.",
         "",
         *scale_section(scales),
-        *(["## Against the tools a user would pick instead (`bench peers`)", "", peers, ""] if peers else []),
+        *(["## Against the tools a user would pick instead (`bench peers`)", "", peers, "",
+           *(["![Each task's score against seconds: the peer, our default and our fast model](figures/peers.png)", ""]
+             if (results_dir / "figures" / "peers.png").exists() else [])] if peers else []),
         *(["## The suite as a multiple of raw Kiwi analysis (`bench budget`)", "", budget, ""] if budget else []),
         "KLUE data: Park et al. (2021), CC BY-SA 4.0.",
         "",
