@@ -155,3 +155,19 @@ def test_the_peers_table_shows_three_rows_a_task_with_medians_and_ratios(tmp_pat
     assert "| ynat | ours, fast | fast | 79.80 | 21.0 (20.0-22.0) | 900 | 0.88x (0.87-0.88) | 2.00x |" in table
     assert "ran 3 times in turn" in table
     assert results.peers_table(Path(tmp_path / "none")) is None
+
+
+def test_the_peers_figure_draws_a_panel_a_task(tmp_path):
+    from baselines.runner import plots
+    try:
+        plots.check_available()
+    except plots.PlotsUnavailable as missing:
+        pytest.skip(f"the plots extra is not installed ({missing})")
+    task = get_task("ynat")
+    runs = {who: [run_of(name, score, seconds, 500.0) for seconds in (10.0, 12.0, 11.0)]
+            for who, name, score in (("peer", "fastText", 80.0), ("default", "klue-baselines tfidf-lr", 83.0),
+                                     ("fast", "klue-baselines fast", 82.0))}
+    report = {"task": "ynat", "systems": {who: peers.summary(rows, "ynat") for who, rows in runs.items()},
+              "ratios": {who: peers.ratios(task, runs[who], runs["peer"]) for who in ("default", "fast")}}
+    path = plots.peers_chart([report, {**report, "task": "nli"}], tmp_path / "peers.png")
+    assert path.exists() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
