@@ -383,7 +383,8 @@ def test_a_model_file_must_hold_the_fitted_estimator_its_header_names(tmp_path):
     cases = [("str", "hello", "ynat", "trivial", "holds a str, not the MostFrequentTopic that a ynat trivial model"),
              ("other-task", ynat, "nli", "trivial",  # refused by the list of what NLI's models hold, before loading
               "baselines.tasks.ynat.MostFrequentTopic, which no nli model of this toolkit holds"),
-             ("unknown-name", ynat, "ynat", "bert", "names model 'bert', which ynat does not have (fast, tfidf-lr, trivial)"),
+             ("unknown-name", ynat, "ynat", "bert",
+              "names model 'bert', which ynat does not have (fast, tfidf-lr, trivial)"),
              ("unfitted", get_task("ynat").models["trivial"].build(), "ynat", "trivial", "never fitted")]
     for name, model, task, model_name, expected in cases:
         path = tmp_path / f"{name}.model"
