@@ -873,8 +873,7 @@ def peers(task: str, *, data_dir: PathLike | None = None, train: PathLike | None
         merged = {"tasks": {**(earlier if isinstance(earlier, dict) else {}), task: report}}
         written = results.write_result(results_dir, path, merged)  # the lock is re-entrant: read and write as one
     if plots_dir is not None:
-        figure = plots.peers_chart([report for report in results.peers_reports(results_dir) if "systems" in report],
-                                   plots_dir / "peers.png")
+        figure = plots.peers_chart(results.peers_reports(results_dir), plots_dir / "peers.png")
         log(f"{task}: figure written to {figure}")
     return report, written
 

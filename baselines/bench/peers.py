@@ -78,10 +78,12 @@ def hold_out(task: TaskSpec, train: Sequence, seed: int) -> tuple[np.ndarray, np
     return inner, held
 
 
-def held_out_score(task: TaskSpec, train: list, held: np.ndarray, key: str, predicted: Sequence) -> float:
-    """The task's first headline metric of the predictions (`key`: 'label', 'tags') for the held-out records."""
-    rows = [{"guid": train[i].guid, key: value} for i, value in zip(held, predicted)]
-    return task.score([train[i] for i in held], rows, {})[task.headline[0]]
+def held_out_score(task: TaskSpec, train: list, held: np.ndarray, predicted: Sequence[dict],
+                   resources: dict) -> float:
+    """The task's first headline metric of the predictions for the held-out records, one row each without its
+    guid ({'tags': [...]}, {'label': ..., 'probs': {...}})."""
+    rows = [{"guid": train[i].guid, **row} for i, row in zip(held, predicted)]
+    return task.score([train[i] for i in held], rows, resources)[task.headline[0]]
 
 
 class Clock:
@@ -129,15 +131,10 @@ def kiwi_morphemes(texts: Sequence[str]) -> list[str]:
     """Each text as Kiwi's morphemes, 'form/tag' separated by spaces (raw Kiwi, as a fastText user runs it); the
     separator and the entity marks stay tokens of their own."""
     kept = {SEPARATOR, "<S>", "</S>", "<O>", "</O>"}
-    pieces = [text.split(" ") for text in texts]
-    chunks = [" ".join(part) for words in pieces for part in _split_at(words, kept)]
+    runs = [[" ".join(run) for run in _split_at(text.split(" "), kept)] for text in texts]
     analysed = iter(" ".join(f"{token.form}/{token.tag}" for token in tokens)
-                    for tokens in Kiwi().tokenize([chunk for chunk in chunks if chunk not in kept]))
-    joined = []
-    for words in pieces:
-        joined.append(" ".join(part_text if part_text in kept else next(analysed)
-                               for part_text in (" ".join(part) for part in _split_at(words, kept))))
-    return joined
+                    for tokens in Kiwi().tokenize([run for parts in runs for run in parts if run not in kept]))
+    return [" ".join(run if run in kept else next(analysed) for run in parts) for parts in runs]
 
 
 def _split_at(words: Sequence[str], kept: set[str]) -> list[list[str]]:
@@ -175,11 +172,11 @@ def _fasttext_predict(model, texts: Sequence[str]) -> list[dict]:
     return rows
 
 
-def _with_every_label(task: TaskSpec, rows: list[dict], records: Sequence, resources: dict) -> list[dict]:
+def _with_every_label(task: TaskSpec, rows: list[dict], resources: dict) -> list[dict]:
     """RE's rows with a probability for every relation (0 for one that fastText never saw in training), as its
     AUPRC asks; other tasks' rows without probabilities, as their scores read none."""
     if task.code != "re":
-        return [{"guid": row["guid"], "label": row["label"]} for row in rows]
+        return [{key: value for key, value in row.items() if key != "probs"} for row in rows]
     relations = resources["relations"]
     return [{**row, "probs": {relation: row["probs"].get(relation, 0.0) for relation in relations}} for row in rows]
 
@@ -195,10 +192,8 @@ def fasttext_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, r
         texts = raw[setting["input"]]
         model = clock.measure("selection", lambda: _fasttext_fit([texts[i] for i in inner],
                                                                  [labels[i] for i in inner], setting, seed))
-        predicted = _fasttext_predict(model, [texts[i] for i in held])
-        rows = _with_every_label(task, [{"guid": train[i].guid, **row} for i, row in zip(held, predicted)],
-                                 [train[i] for i in held], resources)
-        score = task.score([train[i] for i in held], rows, resources)[task.headline[0]]
+        predicted = _with_every_label(task, _fasttext_predict(model, [texts[i] for i in held]), resources)
+        score = held_out_score(task, train, held, predicted, resources)
         table.append({**setting, task.headline[0]: round(score, 4)})
         log(f"{task.code}: fastText {setting}: {score:.2f} on the hold-out")
     chosen = max(zip(table, FASTTEXT_GRID), key=lambda pair: pair[0][task.headline[0]])[1]
@@ -213,8 +208,7 @@ def fasttext_peer(task: TaskSpec, train: list, dev: list, chosen: dict, seed: in
     texts = clock.measure("analysis", lambda: kiwi_morphemes(raw)) if chosen["input"] == "morphemes" else raw
     model = clock.measure("fit", lambda: _fasttext_fit(texts[:len(train)], labels, chosen, seed))
     predicted = clock.measure("predict", lambda: _fasttext_predict(model, texts[len(train):]))
-    return _with_every_label(task, [{"guid": record.guid, **row} for record, row in zip(dev, predicted)], dev,
-                             resources)
+    return _with_every_label(task, [{"guid": record.guid, **row} for record, row in zip(dev, predicted)], resources)
 
 
 # --- STS: TF-IDF cosine ---------------------------------------------------------------------------------------
@@ -273,7 +267,7 @@ def tfidf_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, reso
             vectorizer, mapping = tfidf_fit(view, [pairs[i] for i in inner], scores[inner])
             return mapped_scores(tfidf_cosines(vectorizer, [pairs[i] for i in held]), mapping)
         predicted = clock.measure("selection", held_out_scores)
-        score = held_out_score(task, train, held, "score", [float(value) for value in predicted])
+        score = held_out_score(task, train, held, [{"score": float(value)} for value in predicted], resources)
         table.append({"view": view, task.headline[0]: round(score, 4)})
         log(f"sts: TF-IDF cosine over {view}: {score:.2f} on the hold-out")
     chosen = max(table, key=lambda row: row[task.headline[0]])["view"]
@@ -322,8 +316,8 @@ def crf_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, resour
     table = []
     for c in CRF_C:
         model = clock.measure("selection", lambda: _crf(c).fit([features[i] for i in inner], [tags[i] for i in inner]))
-        score = held_out_score(task, train, held, "tags", [list(tags) for tags in model.predict(
-            [features[i] for i in held])])
+        score = held_out_score(task, train, held, [{"tags": list(tags)} for tags in model.predict(
+            [features[i] for i in held])], resources)
         table.append({"c1": c, "c2": c, task.headline[0]: round(score, 4)})
         log(f"ner: plain CRF c1 = c2 = {c}: {score:.2f} on the hold-out")
     chosen = max(table, key=lambda row: row[task.headline[0]])["c1"]

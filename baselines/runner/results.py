@@ -344,13 +344,14 @@ PEERS_START, PEERS_END = "<!-- peers:start -->", "<!-- peers:end -->"
 
 
 def peers_reports(results_dir: Path) -> list[dict]:
-    """The reports of `bench peers` in results_dir/peers.json, in task order (none before it has run)."""
+    """The reports of `bench peers` in results_dir/peers.json, in task order (none before it has run); a report of
+    the one-run layout before #72, without its three systems, is left out."""
     try:
         reports = json.loads((results_dir / "peers.json").read_text(encoding="utf-8")).get("tasks", {})
     except (OSError, ValueError, AttributeError):
         return []
     order = [task.code for task in all_tasks()]
-    return [reports[code] for code in order if isinstance(reports.get(code), dict)]
+    return [reports[code] for code in order if isinstance(reports.get(code), dict) and "systems" in reports[code]]
 
 
 SYSTEM_NAMES = {"peer": "peer", "default": "ours, default", "fast": "ours, fast"}
@@ -369,9 +370,8 @@ def peers_table(results_dir: Path) -> str | None:
     """Per task three rows: the tool a user would pick instead, our default and our fast model, with their scores,
     median seconds and peak memory, and our ratios to the peer; None before `bench peers` has run."""
     rows = []
-    for report in peers_reports(results_dir):
-        if "systems" not in report:  # a report of the one-run layout before #72
-            continue
+    reports = peers_reports(results_dir)
+    for report in reports:
         for who, system in report["systems"].items():
             ratios = report["ratios"].get(who, {})
             seconds, peak = system["total_seconds"], system["peak_rss_mb"]
@@ -383,7 +383,7 @@ def peers_table(results_dir: Path) -> str | None:
                 ratio_cell(ratios.get("peak_rss")), f"{machine_cell(report.get('machine'))} |"]))
     if not rows:
         return None
-    rounds = sorted({report.get("rounds") for report in peers_reports(results_dir) if "systems" in report})
+    rounds = sorted({report.get("rounds") for report in reports})
     return "\n".join([
         "| task | system | model | score | seconds (min-max) | peak RSS (MiB) | time / peer's | memory / peer's | "
         "machine |", "|---|---|---|---|---|---|---|---|---|", *rows,
