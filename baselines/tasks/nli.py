@@ -466,10 +466,14 @@ class CharacterInferenceClassifier(TaskModel, LinearExplanation, ClassifierMixin
         records = self._fit_records(X)
         self._check_min_df(records, "pairs")
         self.hypothesis_vectorizer_ = TfidfVectorizer(analyzer=CharacterNgrams(self.char_ngrams), min_df=self.min_df,
-                                                      sublinear_tf=True).fit([r.hypothesis for r in records])
-        self.cross_vectorizer_ = DictVectorizer().fit([character_cross(r.premise, r.hypothesis) for r in records])
+                                                      sublinear_tf=True)
+        self.cross_vectorizer_ = DictVectorizer()
+        # Each fitted on the training pairs and transforming them in one pass (not fitted, then read again).
+        features = sparse.hstack([self.hypothesis_vectorizer_.fit_transform([r.hypothesis for r in records]),
+                                  self.cross_vectorizer_.fit_transform([character_cross(r.premise, r.hypothesis)
+                                                                        for r in records])], format="csr")
         self.classifier_ = OrderedLogisticRegression(C=self.C, max_iter=self.max_iter)
-        self.classifier_.fit(self._explained_matrix(records), np.asarray(y))
+        self.classifier_.fit(features, np.asarray(y))
         self.classes_ = self.classifier_.classes_
         return self
 
