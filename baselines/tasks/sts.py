@@ -170,7 +170,20 @@ def _row_cosines(first, second) -> np.ndarray:
     return np.asarray(product.sum(axis=1)).ravel()
 
 
-class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
+class SourceColumns:
+    """Mixin for the STS regressors: one-hot columns of each pair's source domain and pair-making method
+    (source_parts), those seen in training kept in `domains_` and `methods_` when `fit`."""
+
+    def _source_columns(self, records: Sequence[StsExample], fit: bool) -> list[np.ndarray]:
+        parts = [source_parts(r.source) for r in records]
+        if fit:
+            self.domains_ = sorted({domain for domain, _ in parts})
+            self.methods_ = sorted({method for _, method in parts})
+        return ([np.array([float(domain == known) for domain, _ in parts]) for known in self.domains_]
+                + [np.array([float(method == known) for _, method in parts]) for known in self.methods_])
+
+
+class SimilarityRegressor(TaskModel, SourceColumns, RegressorMixin, BaseEstimator):
     """Sentence-pair similarity features (TF-IDF cosines at morpheme and character level, LSA cosine,
     content overlaps, soft alignment, alignment in Kiwi's embeddings, length ratios, cue mismatches, the
     source's domain and how the pair was made) -> gradient boosting regression of the 0-5 score, shifted by
@@ -259,12 +272,7 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
         if self.embedding_alignment:
             aligned = [embedding_alignment(a, b) for a, b in zip(first, second)]
             columns.extend(np.array([a[name] for a in aligned]) for name in EMBEDDING_FEATURES)
-        parts = [source_parts(r.source) for r in records]
-        if fit:
-            self.domains_ = sorted({domain for domain, _ in parts})
-            self.methods_ = sorted({method for _, method in parts})
-        columns.extend(np.array([float(domain == known) for domain, _ in parts]) for known in self.domains_)
-        columns.extend(np.array([float(method == known) for _, method in parts]) for known in self.methods_)
+        columns.extend(self._source_columns(records, fit))
         return np.column_stack(columns)
 
     def fit(self, X: Sequence, y: Sequence[float]) -> "SimilarityRegressor":
@@ -311,7 +319,7 @@ class SimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
         return np.clip(self.regressor_.predict(self._features(records, fit=False)) + self.shift_, 0.0, 5.0)
 
 
-class CharacterSimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
+class CharacterSimilarityRegressor(TaskModel, SourceColumns, RegressorMixin, BaseEstimator):
     """The fast setting, with no Kiwi: the cosine of the two sentences' TF-IDF vectors over character n-grams,
     their lengths (ratio, difference, sum), the source's domain and how the pair was made -> gradient boosting
     regression of the 0-5 score.
@@ -364,12 +372,7 @@ class CharacterSimilarityRegressor(TaskModel, RegressorMixin, BaseEstimator):
         columns = [_row_cosines(matrix[0::2], matrix[1::2]),
                    np.minimum(first, second) / np.maximum(np.maximum(first, second), 1.0),
                    np.abs(first - second), first + second]
-        parts = [source_parts(r.source) for r in records]
-        if fit:
-            self.domains_ = sorted({domain for domain, _ in parts})
-            self.methods_ = sorted({method for _, method in parts})
-        columns.extend(np.array([float(domain == known) for domain, _ in parts]) for known in self.domains_)
-        columns.extend(np.array([float(method == known) for _, method in parts]) for known in self.methods_)
+        columns.extend(self._source_columns(records, fit))
         return np.column_stack(columns)
 
     def fit(self, X: Sequence, y: Sequence[float]) -> "CharacterSimilarityRegressor":
