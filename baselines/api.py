@@ -886,7 +886,7 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
     kernels, BLAS and OpenMP thread counts, numpy's loops without AVX2, other hash seeds), after the first
     `at_once` at a time, and compare their predictions row by row. Written to results_dir/determinism.json
     (default ./results; with the shipped sample, only where results_dir is given) in place of the earlier
-    reports on the same tasks (see determinism.merged_file). Returns the report and its path."""
+    reports on the same tasks and model (see determinism.merged_file). Returns the report and its path."""
     codes = [task_code(task) for task in tasks] or list(TASK_CODES)
     _show_progress(log)
     if (train or dev or params) and len(codes) != 1:
@@ -910,7 +910,8 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
             value = str(absolute_path(value))
         arguments += ["--param", f"{name}={json.dumps(value)}"]
     compared = determinism_bench.determinism(arguments, at_once=at_once, log=log)
-    report = {"command": command, "task_codes": codes, "sample": is_sample, **compared,
+    named = model if any(model != get_task(code).default_model for code in codes) else None  # the default's own name
+    report = {"command": command, "task_codes": codes, "model": named, "sample": is_sample, **compared,
               "versions": versions(), "code": code_version(), "machine": machine()}
     path = None
     if folder is not None:

@@ -1023,6 +1023,7 @@ def test_all_default_models_predict_alike_under_other_kernels_threads_and_hash_s
     report, path = api.determinism(results_dir=tmp_path, at_once=2)
     written = json.loads(path.read_text(encoding="utf-8"))
     assert path == tmp_path / "determinism.json" and [bench["sample"] for bench in written["benches"]] == [True]
+    assert written["benches"][0]["model"] is None  # the default models: what `--model fast` is kept beside
     assert {stem.split("-")[0] for stem in report["tasks"]} == set(TASK_CODES)
     different = {stem: [(v["name"], v["first_differing"][:3]) for v in entry["variants"] if v["differing_rows"]]
                  for stem, entry in report["tasks"].items() if not entry["identical"]}
@@ -1030,7 +1031,7 @@ def test_all_default_models_predict_alike_under_other_kernels_threads_and_hash_s
     assert all(entry["rows"] > 0 and entry["headline"] for entry in report["tasks"].values())
 
 
-def test_determinism_json_keeps_each_tasks_latest_bench(tmp_path):
+def test_determinism_json_keeps_the_latest_bench_of_each_task_and_model(tmp_path):
     path = tmp_path / "determinism.json"
     bench = {"nli": {"task_codes": ["nli"], "identical": True}, "ner": {"task_codes": ["ner"], "identical": False},
              "ynat-sts": {"task_codes": ["ynat", "sts"], "identical": True}}
@@ -1041,6 +1042,15 @@ def test_determinism_json_keeps_each_tasks_latest_bench(tmp_path):
     rerun = {"task_codes": ["ner"], "identical": True}
     written = determinism.merged_file(path, rerun)
     assert written["identical"] is True and written["benches"][-1] is rerun and len(written["benches"]) == 3
+    write_json_atomic(path, written)
+    fast = {"task_codes": ["nli"], "model": "fast", "identical": True}
+    with_fast = determinism.merged_file(path, fast)  # another model of the task: kept beside the default's
+    assert [(b["task_codes"], b.get("model")) for b in with_fast["benches"]] == [
+        (["ynat", "sts"], None), (["nli"], None), (["nli"], "fast"), (["ner"], None)]
+    write_json_atomic(path, with_fast)
+    fast_again = {"task_codes": ["nli"], "model": "fast", "identical": False}
+    assert determinism.merged_file(path, fast_again)["benches"][2] is fast_again
+    assert determinism.merged_file(path, fast_again)["benches"][1]["identical"] is True
     path.write_text('{"tasks": {}, "identical": true}')  # the single-report form of earlier versions
     assert determinism.merged_file(path, rerun)["benches"] == [rerun]
 

@@ -184,15 +184,20 @@ def determinism(run_arguments: Sequence[str], chosen: Sequence[Variant] | None =
 
 
 def merged_file(path: Path, report: dict) -> dict:
-    """The content of determinism.json once `report` is added: each task is benched with its own recorded
-    protocol (its own command), so a report replaces the earlier ones that share a task with it and keeps
-    the others. An unreadable or older file is started afresh: it is this command's own output."""
+    """The content of determinism.json once `report` is added: each task's model is benched with its own
+    recorded protocol (its own command), so a report replaces the earlier ones that share a task and the model
+    name with it (no "model": the default) and keeps the others. An unreadable or older file is started
+    afresh: it is this command's own output."""
     try:
         earlier = json.loads(path.read_text(encoding="utf-8")).get("benches", [])
     except (OSError, ValueError, AttributeError):
         earlier = []
     kept = [bench for bench in earlier if isinstance(bench, dict) and isinstance(bench.get("task_codes"), list)
-            and not set(bench["task_codes"]) & set(report["task_codes"])]
-    benches = sorted(kept + [report], key=lambda bench: min(TASK_CODES.index(code) for code in bench["task_codes"]
-                                                            if code in TASK_CODES))
+            and (bench.get("model") != report.get("model") or not set(bench["task_codes"]) & set(report["task_codes"]))]
+
+    def place(bench: dict) -> tuple[int, str]:  # task order, and the default model before the named ones
+        return (min(TASK_CODES.index(code) for code in bench["task_codes"] if code in TASK_CODES),
+                str(bench.get("model") or ""))
+
+    benches = sorted(kept + [report], key=place)
     return {"identical": all(bench.get("identical") is True for bench in benches), "benches": benches}
