@@ -125,7 +125,7 @@ class OrderedLogisticRegression(ClassifierMixin, BaseEstimator):
         # Two classes as two rows with half the C have the optimum of one row with C (the rows end up opposite).
         C = self.C / 2 if classes == 2 else self.C
         objective = _Objective(X, codes, weights, classes, C)
-        point, self.n_iter_ = _minimise(objective, np.zeros(classes * (X.shape[1] + 1)), self.tol, self.max_iter)
+        point, self.n_iter_ = minimise(objective, np.zeros(classes * (X.shape[1] + 1)), self.tol, self.max_iter)
         W, b = objective.split(point)
         if classes == 2:
             self.coef_, self.intercept_ = (W[1] - W[0])[None, :], np.array([b[1] - b[0]])
@@ -284,8 +284,11 @@ def _largest_magnitude(vector: np.ndarray) -> float:
     return max(float(vector.max()), -float(vector.min()))
 
 
-def _minimise(objective: _Objective, point: np.ndarray, tol: float, max_iter: int) -> tuple[np.ndarray, np.ndarray]:
-    """L-BFGS with a backtracking (Armijo) line search; returns the point and the iterations run."""
+def minimise(objective: Callable[..., tuple[float, np.ndarray]], point: np.ndarray, tol: float,
+             max_iter: int) -> tuple[np.ndarray, np.ndarray]:
+    """L-BFGS with a backtracking (Armijo) line search from `point` (whose array it writes over); returns the
+    point and the iterations run. `objective(point, out=None)` gives the loss and its gradient, written into
+    `out` when given; it stops where no gradient component exceeds `tol`, or the loss stops decreasing."""
     loss, gradient = objective(point)
     steps: list[tuple[np.ndarray, np.ndarray, float]] = []  # (s, y, 1 / s·y)
     # Vectors that the memory lets go are written over, not allocated again: a new vector of this size comes

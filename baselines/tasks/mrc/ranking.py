@@ -4,20 +4,26 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from scipy import optimize, sparse
+from scipy import sparse, special
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from baselines.models.linear import minimise, ordered_dot
 from baselines.models.params import ITERATIONS, NON_NEGATIVE, check_hyper_parameters
+
+# The fit stops where no component of the gradient exceeds this (SciPy's L-BFGS-B default, which it used first).
+GRADIENT_TOLERANCE = 1e-5
 
 
 def grouped_softmax(scores: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """log-sum-exp of each group of consecutive scores, and each score's softmax share within its group
     (a score of -inf gets 0); every group needs one finite score."""
     peaks = np.maximum.reduceat(scores, starts)
-    powers = np.exp(scores - np.repeat(peaks, sizes))
+    # expm1 and log1p (totals are at least 1: the peak adds exp(0)), as OrderedLogisticRegression's, for the
+    # same reason: SciPy's are the same on every CPU, where numpy picks its exp and log by the CPU's features.
+    powers = special.expm1(scores - np.repeat(peaks, sizes)) + 1.0
     totals = np.add.reduceat(powers, starts)
-    return peaks + np.log(totals), powers / np.repeat(totals, sizes)
+    return peaks + special.log1p(totals - 1.0), powers / np.repeat(totals, sizes)
 
 
 def listwise_loss(weights: np.ndarray, blocks: Sequence[sparse.csr_matrix], gold: Sequence[np.ndarray],
@@ -38,28 +44,34 @@ class _ListwiseObjective:
         self.starts = np.concatenate([[0], np.cumsum(self.sizes)[:-1]])
         self.bounds = np.cumsum([0] + [block.shape[0] for block in self.blocks])
 
-    def __call__(self, weights: np.ndarray) -> tuple[float, np.ndarray]:
+    def __call__(self, weights: np.ndarray, out: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+        """The loss at `weights` and its gradient, written into `out` when given."""
         scores = np.concatenate([block @ weights for block in self.blocks])
         all_log_sum, all_share = grouped_softmax(scores, self.starts, self.sizes)
         gold_log_sum, gold_share = grouped_softmax(np.where(self.is_gold, scores, -np.inf), self.starts, self.sizes)
         # A mean, not a sum: the penalty then means the same for the 60 questions of a test and the 17,554 of
         # the official training file.
-        loss = float(np.mean(all_log_sum - gold_log_sum) + 0.5 * self.alpha * weights @ weights)
+        loss = float(np.mean(all_log_sum - gold_log_sum) + 0.5 * self.alpha * ordered_dot(weights, weights))
         residual = all_share - gold_share
         gradient = sum(block.T @ residual[low:high] for block, low, high in zip(self.blocks, self.bounds,
                                                                                  self.bounds[1:]))
-        return loss, gradient / self.questions + self.alpha * weights
+        gradient = gradient / self.questions + self.alpha * weights
+        if out is None:
+            return loss, gradient
+        np.copyto(out, gradient)
+        return loss, out
 
 
 def listwise_weights(blocks: Sequence[sparse.csr_matrix], gold: Sequence[np.ndarray], alpha: float, max_iter: int,
                      start: np.ndarray | None = None) -> np.ndarray:
-    """The weights that minimise listwise_loss, by L-BFGS-B from `start` (else zeros)."""
+    """The weights that minimise listwise_loss, by L-BFGS from `start` (else zeros). The L-BFGS is
+    OrderedLogisticRegression's, whose sums run in a fixed order: SciPy's L-BFGS-B, used first, sums by BLAS,
+    and under another OpenBLAS kernel the fast reader's beliefs moved by up to 6e-6 (bench determinism)."""
     if not gold:
         raise ValueError("no training question has its answer among the candidate spans")
-    start = np.zeros(blocks[0].shape[1]) if start is None else start
-    fitted = optimize.minimize(_ListwiseObjective(blocks, gold, alpha), start, jac=True, method="L-BFGS-B",
-                               options={"maxiter": max_iter})
-    return fitted.x
+    point = np.zeros(blocks[0].shape[1]) if start is None else np.array(start, dtype=float)  # written over
+    weights, _iterations = minimise(_ListwiseObjective(blocks, gold, alpha), point, GRADIENT_TOLERANCE, max_iter)
+    return weights
 
 
 class ListwiseRanker(BaseEstimator):
