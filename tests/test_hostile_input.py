@@ -27,7 +27,7 @@ from click.testing import CliRunner
 
 from baselines import api
 
-from baselines.bench import determinism
+from baselines.bench import determinism, reproduce
 
 from baselines.data import hf
 
@@ -974,6 +974,19 @@ def test_reproduce_reruns_recorded_commands_and_fails_on_a_difference(tmp_path):
                          older.stdout)
     else:
         assert "this code is not a git checkout" in older.stdout
+
+
+def test_reproduce_names_the_code_each_row_was_rerun_by():
+    """A commit can land while a long reproduce runs: each row's note names the code its own rerun recorded."""
+    early, late, recorded = "a" * 40, "b" * 40, "c" * 40
+    comparisons = [reproduce.Comparison("ynat", "fast", "macro_f1", 81.84, 81.84, None, recorded, early),
+                   reproduce.Comparison("mrc", "fast", "exact_match", 31.93, 31.93, None, recorded, late),
+                   reproduce.Comparison("wos", "fast", "slot_f1", 90.69, 90.69, None, late, late),
+                   reproduce.Comparison("dp", "fast", "uas_micro_f1", 85.67, 85.67, None, recorded, None)]
+    assert reproduce.code_notes(comparisons, late) == [
+        "ynat fast: recorded by the code at ccccccc, rerun at aaaaaaa: reproduced all the same",
+        "mrc fast: recorded by the code at ccccccc, rerun at bbbbbbb: reproduced all the same",
+        "dp fast: recorded by the code at ccccccc, rerun at bbbbbbb: reproduced all the same"]
 
 
 def test_reproduce_runs_only_the_installed_toolkits_run_and_writes_only_to_its_scratch_folder(tmp_path):

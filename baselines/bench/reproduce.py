@@ -49,6 +49,7 @@ class Comparison:
     rerun: float | None
     machine: dict[str, str] | None = None  # where the committed score was recorded
     commit: str | None = None  # the code that recorded it
+    rerun_commit: str | None = None  # the code that reran it (a commit may land while a long reproduce runs)
 
     @property
     def same(self) -> bool:
@@ -184,16 +185,18 @@ def reproduce(results_dir: Path, task_codes: Sequence[str], run_command: click.C
     comparisons = []
     for row, record in rerun(results_dir, task_codes, run_command, log):
         rerun_headline = (record or {}).get("headline", {})
+        rerun_code = (record or {}).get("code")
+        rerun_commit = rerun_code.get("git_commit") if isinstance(rerun_code, dict) else None
         for metric, committed in row.headline.items():
             comparisons.append(Comparison(row.task, row.run, metric, committed, rerun_headline.get(metric),
-                                          row.machine, row.commit))
+                                          row.machine, row.commit, rerun_commit))
     return comparisons
 
 
 def code_notes(comparisons: Sequence[Comparison], here: str | None) -> list[str]:
-    """One line per row recorded by other code than this (`here`, the git commit of the code running, None
-    outside a git checkout): for a row whose scores differ, a change between the two may be the cause; for
-    the others, the change did not move them."""
+    """One line per row recorded by other code than the code that reran it (the commit its rerun recorded, else
+    `here`, the git commit of the code running, None outside a git checkout): for a row whose scores differ, a
+    change between the two may be the cause; for the others, the change did not move them."""
     if not here:
         return ["this code is not a git checkout: the rows' commits cannot be compared with it"]
     rows: dict[tuple[str, str], list[Comparison]] = {}
@@ -201,13 +204,13 @@ def code_notes(comparisons: Sequence[Comparison], here: str | None) -> list[str]
         rows.setdefault((comparison.task, comparison.run), []).append(comparison)
     notes = []
     for (task, run), metrics in rows.items():
-        commit = metrics[0].commit
-        if commit == here:
+        commit, rerun_at = metrics[0].commit, metrics[0].rerun_commit or here
+        if commit == rerun_at:
             continue
         recorded = commit[:7] if commit else "a commit the row does not name"
         verdict = ("reproduced all the same" if all(c.same for c in metrics)
                    else "differs: a code change between the two may be why")
-        notes.append(f"{task} {run}: recorded by the code at {recorded}, rerun at {here[:7]}: {verdict}")
+        notes.append(f"{task} {run}: recorded by the code at {recorded}, rerun at {rerun_at[:7]}: {verdict}")
     return notes
 
 
