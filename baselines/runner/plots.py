@@ -255,8 +255,9 @@ def peers_chart(reports: Sequence[dict], path: Path) -> Path:
     the peer's is ahead on both axes."""
     markers = {"peer": ("s", MBERT), "default": ("o", OURS), "fast": ("^", "tab:green")}
     names = {"peer": "peer", "default": "ours, default", "fast": "ours, fast"}
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-    with _korean_text() as Figure:
+    with _korean_text() as Figure:  # first: it says which extra to install when matplotlib is missing
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
         columns = min(3, max(1, len(reports)))
         rows = -(-len(reports) // columns)
         figure = Figure(figsize=(3.4 * columns, 2.9 * rows), layout="constrained")
