@@ -18,6 +18,7 @@ from baselines.data import hf
 
 from baselines.metrics import scoring, tallies
 from baselines.data.fileio import DataError, looks_like_jsonl, read_tsv_blocks, require
+from baselines.models.crfsuite_format import check_crfsuite_model
 from baselines.models.estimators import NothingLearnt, TaskModel, plain_text, records_from
 from baselines.models.explain import strongest
 from baselines.models.params import (FOLDS_OR_OFF, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, SEED, HasMethods, Interval,
@@ -425,9 +426,11 @@ def crf_model(crf: sklearn_crfsuite.CRF) -> bytes:
 def crf_from_model(model: bytes) -> sklearn_crfsuite.CRF:
     """A CRF that tags with the crfsuite model `model` (crf_model's bytes), written to a temporary file of its
     own (sklearn_crfsuite reads its model from a file, and removes the file with the CRF); ValueError when the
-    bytes are not a crfsuite model."""
+    bytes are not a crfsuite model that crfsuite reads without leaving them (a model file's bytes reach its C
+    reader, which checks no offset: crfsuite_format checks every one first)."""
     if not isinstance(model, bytes):
         raise ValueError(f"a CRF's model is bytes, not {type(model).__name__}")
+    check_crfsuite_model(model)
     crf = sklearn_crfsuite.CRF()
     crf.modelfile.ensure_name()
     with open(crf.modelfile.name, "wb") as handle:
