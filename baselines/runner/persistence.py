@@ -15,7 +15,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
+import tokenize
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -53,6 +56,12 @@ NAMED_KINDS = frozenset({"ObjectNode", "TypeNode", "FunctionNode", "LossNode", "
 BIT_GENERATORS = frozenset({"PCG64"})
 # A model's schema is a few MB of JSON (the arrays are files of their own); a larger one is not a model file.
 _SCHEMA_LIMIT = 256 << 20
+# The most bytes a model file may hold on disk, and the most its model may take inflated: the sum of every
+# entry of its skops archive that the schema makes skops read, counted once per read (a crafted schema can name
+# one entry many times). The largest model that `train --all` writes on the full official data holds far less
+# (docs/guide/model-files.md gives the figures); a file past either is refused before anything is inflated.
+MODEL_FILE_LIMIT = 1 << 30
+INFLATED_LIMIT = 2 << 30
 
 
 def skops_io():
@@ -158,9 +167,12 @@ def load_model(path: Path, task: str, versions: dict[str, str], trust_pickle: bo
     if metadata["payload_format"] == "joblib" and not trust_pickle:
         raise ModelFileError(f"{path}: the model is a pickle, which can run any code when loaded; if you trust "
                              f"the file's source, load it with {PICKLE_CONSENT}")
+    if metadata["payload_bytes"] > MODEL_FILE_LIMIT or path.stat().st_size > MODEL_FILE_LIMIT:
+        raise ModelFileError(f"{path}: {max(metadata['payload_bytes'], path.stat().st_size):,} bytes, more than a "
+                             f"model file may hold ({MODEL_FILE_LIMIT:,})")
     with open(path, "rb") as handle:
         handle.seek(offset)
-        payload = handle.read()
+        payload = handle.read(metadata["payload_bytes"] + 1)  # one more than the header says: a longer file is damaged
     if len(payload) != metadata["payload_bytes"] or hashlib.sha256(payload).hexdigest() != metadata["payload_sha256"]:
         raise ModelFileError(f"{path}: damaged model file (the model's bytes do not match the sha256 in its "
                              f"header)")
@@ -265,20 +277,55 @@ def refused_part(nodes: list[dict], allowed: frozenset[str]) -> str | None:
     return None
 
 
-def _skops_schema(path: Path, payload: bytes) -> Any:
-    """The schema of a skops payload, read as JSON without building anything it names."""
+def _skops_schema(path: Path, payload: bytes) -> list[dict]:
+    """The nodes of a skops payload's schema, read as JSON without building anything it names, once every entry of
+    the archive that they make skops read is checked to fit within INFLATED_LIMIT, and every array entry to hold
+    exactly the bytes of the shape and type its header gives (numpy allocates an array by its header's shape
+    before it reads a byte of it)."""
     try:
         with zipfile.ZipFile(io.BytesIO(payload)) as archive:
             info = archive.getinfo("schema.json")
             if info.file_size > _SCHEMA_LIMIT:
                 raise ModelFileError(f"{path}: the model's schema is {info.file_size:,} bytes, more than a model "
                                      f"file holds")
-            return json.loads(archive.read(info).decode("utf-8"))
+            nodes = list(_schema_nodes(json.loads(archive.read(info).decode("utf-8"))))
+            read = [node["file"] for node in nodes if "file" in node]
+            if not all(isinstance(name, str) for name in read):
+                raise ModelFileError(f"{path}: damaged model (its schema names a stored entry by something that is "
+                                     f"not a name)")
+            inflated = info.file_size + sum(archive.getinfo(name).file_size for name in read)
+            if inflated > INFLATED_LIMIT:
+                raise ModelFileError(f"{path}: the model would take {inflated:,} bytes inflated, more than a model "
+                                     f"file may ({INFLATED_LIMIT:,})")
+            for node in nodes:
+                if node.get("__loader__") == "NdArrayNode" and node.get("type") == "numpy":
+                    _check_stored_array(path, archive, node["file"])
+            return nodes
     except ModelFileError:
         raise
     except (zipfile.BadZipFile, KeyError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, OSError,
-            EOFError, ValueError) as error:
+            EOFError, ValueError, zlib.error, SyntaxError, tokenize.TokenError) as error:
+        # SyntaxError, TokenError: numpy reads an array's header as a Python literal
         raise ModelFileError(f"{path}: not a readable model ({type(error).__name__}: {error})") from None
+
+
+def _check_stored_array(path: Path, archive: zipfile.ZipFile, name: str) -> None:
+    """The .npy entry `name` holds a header and exactly the bytes of the array it describes, of numbers."""
+    info = archive.getinfo(name)
+    with archive.open(info) as stored:
+        version = np.lib.format.read_magic(stored)
+        readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+        if version not in readers:  # numpy writes 3.0 only for field names outside Latin-1: no model has one
+            raise ValueError(f"array {name} in .npy format {version[0]}.{version[1]}")
+        shape, _fortran_order, dtype = readers[version](stored)
+        header_bytes = stored.tell()
+    if dtype.hasobject:
+        raise ModelFileError(f"{path}: its array {name} holds Python objects, which no model of this toolkit "
+                             f"stores")
+    if header_bytes + math.prod(shape) * dtype.itemsize != info.file_size:
+        raise ModelFileError(f"{path}: damaged model (its array {name} is {info.file_size:,} bytes, not the "
+                             f"{header_bytes + math.prod(shape) * dtype.itemsize:,} of its shape {shape} and "
+                             f"type {dtype})")
 
 
 def _load_skops(path: Path, payload: bytes, task: str) -> Any:
@@ -289,7 +336,7 @@ def _load_skops(path: Path, payload: bytes, task: str) -> Any:
     if secure is None:
         raise ModelFileError(f"{path}: this model was saved with skops; install the secure extra to load it "
                              f"(pip install 'klue-baselines[secure]')")
-    nodes = list(_schema_nodes(_skops_schema(path, payload)))  # walked once, for the check and for skops
+    nodes = _skops_schema(path, payload)  # walked once, for the check and for skops
     refused = refused_part(nodes, saved_type_names(task))
     if refused:
         raise ModelFileError(f"{path}: the model holds {refused}, which no {task} model of this toolkit holds; "
