@@ -7,6 +7,7 @@ import hashlib
 import marshal
 import os
 import sqlite3
+import threading
 import warnings
 from array import array
 from pathlib import Path
@@ -46,6 +47,10 @@ class AnalysisCache:
         self.timeout = timeout
         self.path = self.directory / "analyses.sqlite3"
         self._connection: sqlite3.Connection | None = None
+        # One connection serves every thread of the process (the page predicts in worker threads), one statement
+        # at a time: sqlite3 refuses a connection used from another thread unless told, and then leaves the
+        # serialising to its user.
+        self._lock = threading.RLock()
         self.disabled = False
 
     def _connect(self) -> sqlite3.Connection:
@@ -65,7 +70,7 @@ class AnalysisCache:
                                    "without it (slower, same results)"), stacklevel=3)
 
     def _open(self) -> sqlite3.Connection:
-        connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
         connection.execute("PRAGMA journal_mode=WAL")
         # The cache can always be rebuilt, so it trades durability on power loss for write speed.
         connection.execute("PRAGMA synchronous=OFF")
@@ -115,37 +120,40 @@ class AnalysisCache:
 
     def _select(self, table: str, keys) -> list[tuple[bytes, bytes]]:
         rows: list[tuple[bytes, bytes]] = []
-        if self.disabled:
-            return rows
-        try:
-            connection = self._connect()
-            key_list = sorted(keys)  # B-tree order: neighbouring probes share pages
-            for offset in range(0, len(key_list), _BATCH):
-                chunk = key_list[offset:offset + _BATCH]
-                query = f"SELECT key, value FROM {table} WHERE key IN ({','.join('?' * len(chunk))})"
-                rows.extend(connection.execute(query, chunk).fetchall())
-        except (sqlite3.Error, OSError) as error:
-            self._give_up(error)
-            return []
+        with self._lock:
+            if self.disabled:
+                return rows
+            try:
+                connection = self._connect()
+                key_list = sorted(keys)  # B-tree order: neighbouring probes share pages
+                for offset in range(0, len(key_list), _BATCH):
+                    chunk = key_list[offset:offset + _BATCH]
+                    query = f"SELECT key, value FROM {table} WHERE key IN ({','.join('?' * len(chunk))})"
+                    rows.extend(connection.execute(query, chunk).fetchall())
+            except (sqlite3.Error, OSError) as error:
+                self._give_up(error)
+                return []
         return rows
 
     def _insert(self, table: str, rows: list[tuple[bytes, bytes]]) -> None:
         """In key order, which appends to the B-tree instead of splitting it."""
-        if self.disabled:
-            return
-        try:
-            connection = self._connect()
-            connection.execute("BEGIN IMMEDIATE")
-            connection.executemany(f"INSERT OR REPLACE INTO {table} VALUES (?, ?)", sorted(rows))
-            connection.execute("COMMIT")
-        except (sqlite3.Error, OSError) as error:
-            self._give_up(error)
+        with self._lock:
+            if self.disabled:
+                return
+            try:
+                connection = self._connect()
+                connection.execute("BEGIN IMMEDIATE")
+                connection.executemany(f"INSERT OR REPLACE INTO {table} VALUES (?, ?)", sorted(rows))
+                connection.execute("COMMIT")
+            except (sqlite3.Error, OSError) as error:
+                self._give_up(error)
 
     def close(self) -> None:
-        if self._connection is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._connection.close()
-            self._connection = None
+        with self._lock:
+            if self._connection is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._connection.close()
+                self._connection = None
 
 
 def _checksum(key: bytes, payload: bytes) -> bytes:

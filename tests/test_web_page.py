@@ -22,7 +22,7 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first
 
 @pytest.fixture
 def client(tmp_path):
-    return TestClient(web_app.create_app(tmp_path / "no-ready-models"))
+    return TestClient(web_app.create_app(tmp_path / "no-ready-models"), base_url="http://127.0.0.1:8000")
 
 
 def test_the_page_loads_and_says_where_its_models_come_from(client):
@@ -46,8 +46,10 @@ def test_a_wrong_input_gets_one_line_and_no_prediction(client, form, message):
 
 
 def test_a_request_too_large_or_not_json_is_refused(client):
-    assert client.post("/predict", content=b"{" * 40_000).status_code == 413
-    assert client.post("/predict", content=b"not json").json()["error"] == "Error: the request is not JSON"
+    as_json = {"Content-Type": "application/json"}
+    assert client.post("/predict", content=b"{" * 40_000, headers=as_json).status_code == 413
+    assert client.post("/predict", content=b"not json", headers=as_json).json()["error"] == (
+        "Error: the request is not JSON")
 
 
 def test_every_task_draws_what_is_typed(client):

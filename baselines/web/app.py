@@ -2,14 +2,22 @@
 
 Each task's model is the ready one (`train --all`) where it exists, else its default model fitted on the shipped
 sample the first time the task is asked for. A request is text only (never a path), bounded in length, and runs
-in a worker thread, so a slow prediction never holds the page for anyone else."""
+in a worker thread, so a slow prediction never holds the page for anyone else.
+
+Its limits, which hold whatever a request says of itself: a body of at most MAX_BODY_BYTES however it arrives
+(a declared length or chunks, read until the limit and no further), each field at most MAX_INPUT_CHARACTERS,
+at most PREDICTION_THREADS predictions at once (the others wait their turn), and only requests addressed to the
+host it listens on (`Host`, against DNS rebinding), with predictions only for `application/json` from the
+page's own origin (against other pages that a student has open). Every refusal is one line of JSON with a 4xx
+status."""
 from __future__ import annotations
 
 import html
+import json
 import socket
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from baselines import api
 from baselines.errors import BaselinesError, UsageError
@@ -18,6 +26,10 @@ from baselines.runner.registry import TASK_CODES
 
 EXTRA_HINT = 'pip install "klue-baselines[serve]"'
 MAX_INPUT_CHARACTERS = 2000  # per field: a sentence, a pair, a passage; the toolkit's own bound is far above
+MAX_BODY_BYTES = 16 * MAX_INPUT_CHARACTERS  # every field at its limit, in UTF-8 and JSON escapes, fits
+PREDICTION_THREADS = 4  # predictions at once; Kiwi uses the cores of each, so more would only queue inside
+LOCAL_HOSTS = ("127.0.0.1", "localhost")  # the names of the one address `serve` listens on
+ENTITY_TYPES = ("PER", "ORG", "LOC", "DAT", "POH", "NOH")  # what the page's RE form offers, as KLUE's RE marks them
 TASK_NAMES = {"ynat": "YNAT 주제 분류", "sts": "STS 문장 유사도", "nli": "NLI 자연어 추론", "ner": "NER 개체명",
               "re": "RE 관계 추출", "dp": "DP 의존 구문", "mrc": "MRC 기계 독해", "wos": "WoS 대화 상태"}
 EXPLAINED = ("ynat", "nli", "re")  # their linear models show what pushed each prediction
@@ -46,12 +58,23 @@ def _field(form: dict, name: str) -> str:
     value = form.get(name, "")
     if not isinstance(value, str):
         raise UsageError(f"'{name}' must be text")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # JSON's \ud800 escapes decode to lone surrogates, which are no text
+        raise UsageError(f"'{name}' holds a lone surrogate, which is not a character: send UTF-8 text") from None
     value = value.strip()
     if not value:
         raise UsageError(f"'{name}' is empty: type something")
     if len(value) > MAX_INPUT_CHARACTERS:
         raise UsageError(f"'{name}' has {len(value):,} characters; the page takes at most {MAX_INPUT_CHARACTERS:,}")
     return value
+
+
+def _entity_type(form: dict, name: str, default: str) -> str:
+    kind = form.get(name) or default
+    if kind not in ENTITY_TYPES:
+        raise UsageError(f"'{name}' must be one of {', '.join(ENTITY_TYPES)}")
+    return kind
 
 
 def _entity(sentence: str, word: str, kind: str, role: str) -> dict:
@@ -70,9 +93,9 @@ def plain_input(task: str, form: dict) -> Any:
     if task == "re":
         sentence = _field(form, "text")
         return {"sentence": sentence,
-                "subject_entity": _entity(sentence, _field(form, "subject"), form.get("subject_type") or "PER",
+                "subject_entity": _entity(sentence, _field(form, "subject"), _entity_type(form, "subject_type", "PER"),
                                           "subject"),
-                "object_entity": _entity(sentence, _field(form, "object"), form.get("object_type") or "ORG",
+                "object_entity": _entity(sentence, _field(form, "object"), _entity_type(form, "object_type", "ORG"),
                                          "object")}
     if task == "mrc":
         return {"context": _field(form, "passage"), "question": _field(form, "question"), "title": ""}
@@ -165,37 +188,116 @@ document.getElementById("go").addEventListener("click", async () => {
 """
 
 
-def create_app(models_dir: Path | None = None, log: Callable[[str], None] = api.quiet) -> Any:
-    """The Starlette app of the page (the `serve` extra)."""
+def refusal(status: int, message: str) -> Any:
+    """One line of JSON for the page to show, with its status; in ASCII escapes, so that no text in the message
+    (what a request sent) can fail to encode."""
+    from starlette.responses import Response
+
+    return Response(json.dumps({"error": f"Error: {message}"}, ensure_ascii=True), status_code=status,
+                    media_type="application/json")
+
+
+def host_refused(headers: Any, hosts: Collection[str]) -> str | None:
+    """Why a request is not for this page, or None: its `Host` must name one of `hosts` (any port), as a
+    browser sends it for the address it opened; a page on another name that resolves here (DNS rebinding)
+    sends that name."""
+    host = headers.get("host", "")
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return None if name in hosts else f"this page answers requests for {', '.join(hosts)}, not {host!r}"
+
+
+def origin_refused(headers: Any) -> str | None:
+    """Why a prediction request is not the page's own, or None: JSON, from the page's origin (a browser names
+    the page that sends a POST in `Origin` and `Sec-Fetch-Site`; another page can send text/plain without asking,
+    never JSON to another origin)."""
+    media_type = headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json":
+        return f"a prediction is asked for in application/json, not {media_type or 'a body of no type'}"
+    origin = headers.get("origin")
+    if origin is not None and origin != f"http://{headers.get('host', '')}":
+        return f"a prediction is asked for by the page itself, not by {origin!r}"
+    if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return "a prediction is asked for by the page itself, not by another site"
+    return None
+
+
+async def bounded_body(request: Any, limit: int) -> bytes | None:
+    """The request's body, or None when it is longer than `limit` bytes: read as it arrives, declared length or
+    chunks, and no further than the limit."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        return None
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parsed_form(body: bytes) -> tuple[Any, str | None]:
+    """(the JSON object of a request body, None), or (None, why it is not one)."""
     try:
+        form = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "the request is not UTF-8"
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python's stack
+        return None, "the request is not JSON"
+    if not isinstance(form, dict) or not isinstance(form.get("task"), str) or form["task"] not in TASK_CODES:
+        return None, f"choose one of the tasks {', '.join(TASK_CODES)}"
+    return form, None
+
+
+def create_app(models_dir: Path | None = None, log: Callable[[str], None] = api.quiet,
+               hosts: Collection[str] = LOCAL_HOSTS) -> Any:
+    """The Starlette app of the page (the `serve` extra), answering requests addressed to `hosts`."""
+    try:
+        import anyio
         from starlette.applications import Starlette
-        from starlette.concurrency import run_in_threadpool
+        from starlette.exceptions import HTTPException
+        from starlette.middleware import Middleware
+        from starlette.middleware.base import BaseHTTPMiddleware
         from starlette.requests import Request
         from starlette.responses import HTMLResponse, JSONResponse
         from starlette.routing import Route
     except ImportError:
         raise api.UsageError(f"the page needs Starlette and uvicorn: {EXTRA_HINT}") from None
     models = Models(ready.models_dir(models_dir), log)
+    predictions = anyio.CapacityLimiter(PREDICTION_THREADS)
 
     async def index(_request: Request) -> HTMLResponse:
         return HTMLResponse(page(models))
 
-    async def predict(request: Request) -> JSONResponse:
-        if int(request.headers.get("content-length") or 0) > 16 * MAX_INPUT_CHARACTERS:
-            return JSONResponse({"error": "Error: the request is too large"}, status_code=413)
+    async def predict(request: Request) -> Any:
+        problem = origin_refused(request.headers)
+        if problem:
+            return refusal(415 if "application/json" in problem else 403, problem)
+        body = await bounded_body(request, MAX_BODY_BYTES)
+        if body is None:
+            return refusal(413, f"the request is larger than the page takes ({MAX_BODY_BYTES:,} bytes)")
+        form, problem = parsed_form(body)
+        if problem:
+            return refusal(400, problem)
         try:
-            form = await request.json()
-        except ValueError:
-            return JSONResponse({"error": "Error: the request is not JSON"}, status_code=400)
-        if not isinstance(form, dict) or form.get("task") not in TASK_CODES:
-            return JSONResponse({"error": f"Error: choose one of the tasks {', '.join(TASK_CODES)}"}, status_code=400)
-        try:
-            drawn = await run_in_threadpool(predicted_html, models, form["task"], form)
+            drawn = await anyio.to_thread.run_sync(predicted_html, models, form["task"], form, limiter=predictions)
         except (BaselinesError, ValueError) as error:  # one line for the student, never a traceback
-            return JSONResponse({"error": f"Error: {error}"}, status_code=422)
+            return refusal(422, str(error))
         return JSONResponse({"html": drawn})
 
-    app = Starlette(routes=[Route("/", index), Route("/predict", predict, methods=["POST"])])
+    async def addressed_here(request: Request, call_next: Callable) -> Any:
+        problem = host_refused(request.headers, hosts)
+        return refusal(400, problem) if problem else await call_next(request)
+
+    async def http_error(_request: Request, error: HTTPException) -> Any:
+        return refusal(error.status_code, error.detail)
+
+    async def failure(_request: Request, error: Exception) -> Any:  # a fault of the page's own, still one line
+        return refusal(500, f"the page failed on this input ({type(error).__name__}); the console has the details")
+
+    app = Starlette(routes=[Route("/", index), Route("/predict", predict, methods=["POST"])],
+                    middleware=[Middleware(BaseHTTPMiddleware, dispatch=addressed_here)],
+                    exception_handlers={HTTPException: http_error, Exception: failure})
     app.state.models = models
     return app
 
