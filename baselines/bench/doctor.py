@@ -49,6 +49,9 @@ def run_checks(data_dir: Path | None = None, models_dir: Path | None = None,
     folder = ready.models_dir(models_dir)
     found = [task.code for task in all_tasks() if ready.model_path(folder, task.code).is_file()]
     checks.append(Check("ready models", None, f"{', '.join(found) or 'none'} in {folder} (train --all makes them)"))
+    for code in found:  # loaded as the page and the lessons load them: a file that is there must work
+        log(f"doctor: loading the ready {code} model")
+        checks.append(_ready_model(code, folder))
     for extra, (module, what) in EXTRAS.items():
         installed = importlib.util.find_spec(module) is not None
         checks.append(Check(f"extra {extra}", True if installed else None,
@@ -79,6 +82,17 @@ def _task_on_sample(task, model_name: str | None) -> Check:
     headline = ", ".join(f"{key} {value:.2f}" for key, value in record["headline"].items() if value is not None)
     return Check(f"{task.code} {name}", True, f"fits and scores on the sample ({headline}) in "
                                               f"{time.perf_counter() - start:.1f} s")
+
+
+def _ready_model(code: str, folder: Path) -> Check:
+    """The ready model of `code` in `folder`, loaded and checked as ready.ready_model does for the page."""
+    start = time.perf_counter()
+    try:
+        _model, entry = ready.ready_model(code, folder)
+    except (BaselinesError, OSError) as error:
+        return Check(f"ready {code}", False, f"{error} (klue-baselines train --all makes it again)")
+    trained_on = entry.get("train", {}).get("name", "a training file its catalogue entry does not name")
+    return Check(f"ready {code}", True, f"loads in {time.perf_counter() - start:.1f} s (trained on {trained_on})")
 
 
 def _data(data_dir: Path | None) -> Check:
