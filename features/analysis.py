@@ -19,6 +19,7 @@ from features import embeddings
 from features.cache import AnalysisCache, default_cache_dir
 from features.characters import without_lone_surrogates
 from features.morphemes import Analysis
+from features.normalize import nfc
 from features.tags import to_sejong
 
 
@@ -118,10 +119,16 @@ class TextTooLong(ValueError):
 
 
 def too_long(text: str) -> str | None:
-    """Why `text` is refused, in words, or None when it is short enough."""
-    if len(text) <= MAX_TEXT_CHARACTERS:
-        return None
-    return (f"a text of {len(text):,} characters (it starts {text[:20]!r}), more than the {MAX_TEXT_CHARACTERS:,} "
+    """Why `text` is refused, in words, or None when it is short enough: as written, and as the models read it
+    (NFC can make a text up to three times longer: a text within the bound that NFC takes past it is refused
+    where it is read, with its file and record, not when Kiwi is given it)."""
+    length = len(text)
+    if length <= MAX_TEXT_CHARACTERS:
+        if length * 3 <= MAX_TEXT_CHARACTERS or (read := len(nfc(text))) <= MAX_TEXT_CHARACTERS:
+            return None
+        return (f"a text of {length:,} characters that is {read:,} in NFC, as the models read it (it starts "
+                f"{text[:20]!r}), more than the {MAX_TEXT_CHARACTERS:,} one text may have; split it")
+    return (f"a text of {length:,} characters (it starts {text[:20]!r}), more than the {MAX_TEXT_CHARACTERS:,} "
             f"one text may have; split it")
 
 

@@ -150,6 +150,18 @@ def test_a_text_beyond_the_bound_is_refused_naming_its_file_and_record(tmp_path)
     assert f"{path}: {titles[1]['guid']}: a text of" in line and f"more than the {MAX_TEXT_CHARACTERS:,}" in line
 
 
+def test_a_text_that_nfc_lengthens_past_the_bound_is_refused_naming_its_file_and_record(tmp_path):
+    """U+FB2C is three characters in NFC: 40,000 of them are 120,000 as the models read them. Refused where the
+    file is read, with the file, the record and both lengths (it had reached Kiwi's bound, with neither)."""
+    titles = json.loads(sample_file("ynat").read_text(encoding="utf-8"))[:3]
+    titles[2]["title"] = "\ufb2c" * 40_000
+    path = tmp_path / "lengthened.json"
+    path.write_text(json.dumps(titles, ensure_ascii=False), encoding="utf-8")
+    line = refused("run", "ynat", "--model", "trivial", "--train", sample_file("ynat", "train"), "--dev", path)
+    assert f"{path}: {titles[2]['guid']}: a text of 40,000 characters that is 120,000 in NFC" in line
+    assert analysis.too_long("\ufb2c" * (MAX_TEXT_CHARACTERS // 3)) is None
+
+
 def test_a_long_plain_text_is_refused_before_kiwi_reads_it():
     model = api.fit("ynat", sample_file("ynat", "train"), "tfidf-lr", **QUIET)
     with pytest.raises(TextTooLong, match="more than the 100,000 one text may have"):
