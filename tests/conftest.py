@@ -1,14 +1,12 @@
 """Shared test fixtures: where ../shared is, and an analysis cache that never touches the user's."""
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("KLUE_SHARED_DIR", REPO.parent / "shared"))
+from helpers import quick_model, sample_records, shared_folder
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -30,14 +28,6 @@ def private_analysis_cache(tmp_path_factory):
             os.environ[key] = value
 
 
-def shared_folder(name: str, what: str) -> Path:
-    """A folder of ../shared, or a skip that says what is missing and why."""
-    path = SHARED / name
-    if not path.is_dir():
-        pytest.skip(f"{what} in {path} are absent (they are not part of the repository)")
-    return path
-
-
 @pytest.fixture(scope="session")
 def shared_klue() -> Path:
     return shared_folder("klue", "the KLUE copies")
@@ -48,6 +38,17 @@ def metric_vectors() -> Path:
     return shared_folder("klue-metric-vectors", "the reference metric vectors")
 
 
-def write_json(path: Path, data) -> Path:
-    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    return path
+@pytest.fixture(scope="session")
+def quick_fit():
+    """fit(code, name): that model with helpers.QUICK's settings, fitted on its sample's training file the first
+    time a test asks for it in this process, then shared. Tests read these models and never change them."""
+    from baselines.runner.registry import get_task
+
+    fitted = {}
+
+    def fit(code: str, name: str):
+        if (code, name) not in fitted:
+            records = sample_records(code, "train")
+            fitted[code, name] = quick_model(code, name).fit(records, get_task(code).targets(records))
+        return fitted[code, name]
+    return fit

@@ -236,3 +236,14 @@ def test_a_message_names_the_argument_in_python_and_the_flag_on_the_command_line
         api.model_name("ynat", pos="gold")
     result = CliRunner().invoke(main, ["-q", "run", "ynat", "--pos", "gold", "--results-dir", str(tmp_path)])
     assert result.exit_code != 0 and "Error: --pos applies to: dp" in result.output, result.output
+
+
+def test_test_modules_share_helpers_one_way():
+    """Test modules import shared helpers as plain modules of tests/ (`from helpers import ...`), never conftest, a
+    test module or `tests.` (that needs the repository on the path: plain `pytest` failed to collect three files)."""
+    for path in sorted((REPO / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [
+                alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            for name in names:
+                assert not (name == "conftest" or name.startswith(("tests", "test_"))), f"{path.name}: imports {name}"

@@ -23,7 +23,7 @@ from baselines.tasks.dp.parser import MAX_TREE_EOJEOLS, joined_trees, sentence_p
 from features import analysis
 from features.analysis import MAX_TEXT_CHARACTERS, MorphemeAnalyzer, TextTooLong
 from features.normalize import nfc, nfc_text
-from test_hostile_input import cli, refused, sample_file
+from helpers import cli, refused, sample_file
 
 QUIET = {"log": lambda message: None}
 

@@ -5,22 +5,9 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from baselines.cli import main
-from baselines.data.sources import sample_dir
 from baselines.runner.registry import TASK_CODES, get_task
-
-
-def invoke(*args: str, expect: int = 0):
-    result = CliRunner().invoke(main, ["--quiet", *args], catch_exceptions=False)
-    assert result.exit_code == expect, result.output
-    return result
-
-
-def sample_file(task: str, split: str = "dev") -> Path:
-    spec = get_task(task)
-    return sample_dir() / spec.folder / (spec.dev_file if split == "dev" else spec.train_file)
+from helpers import invoke, sample_file
 
 
 def test_run_on_the_sample_prints_all_tasks_and_writes_nothing(tmp_path, monkeypatch):

@@ -4,15 +4,10 @@ from __future__ import annotations
 import pytest
 
 from baselines import api
-from baselines.data.sources import sample_dir
 from baselines.runner.registry import TASK_CODES, get_task
 from baselines.tasks import nli, re as relation
 from features.analysis import MorphemeAnalyzer
-
-
-def sample(code: str, split: str) -> list:
-    task = get_task(code)
-    return task.load(sample_dir() / task.folder / (task.train_file if split == "train" else task.dev_file))
+from helpers import sample_records
 
 
 def test_every_task_has_a_fast_model_and_keeps_its_most_accurate_as_the_default():
@@ -28,7 +23,7 @@ def test_the_fast_models_without_kiwi_never_call_it(code, monkeypatch):
 
     monkeypatch.setattr(MorphemeAnalyzer, "analyze", refuse)
     task = get_task(code)
-    train, dev = sample(code, "train"), sample(code, "dev")
+    train, dev = sample_records(code, "train"), sample_records(code, "dev")
     model = task.models["fast"].build(0, task.load_resources({}))
     assert not model.uses_morpheme_analysis()
     rows = task.predict(model.fit(train, task.targets(train)), dev)

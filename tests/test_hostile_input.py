@@ -42,32 +42,7 @@ from baselines.runner.registry import TASK_CODES, get_task
 from baselines.tasks import ner as ner_task
 from features.analysis import MorphemeAnalyzer
 from features.cache import AnalysisCache, CacheWarning
-
-
-def cli(*args: str):
-    """The CLI as a user runs it; returns (exit code, stdout + stderr)."""
-    result = CliRunner().invoke(main, ["--quiet", *map(str, args)])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
-    return result.exit_code, result.output
-
-
-def refused(*args: str) -> str:
-    """Run the CLI and check it ends in one 'Error:' line, not a traceback or a number; return that line."""
-    code, output = cli(*args)
-    assert code != 0, output
-    assert "Traceback" not in output
-    errors = [line for line in output.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1, output
-    return errors[0]
-
-
-def sample_file(task: str, split: str = "dev") -> Path:
-    spec = get_task(task)
-    return sample_dir() / spec.folder / (spec.dev_file if split == "dev" else spec.train_file)
-
-
-def json_records(task: str, split: str = "dev") -> list:
-    return json.loads(sample_file(task, split).read_text(encoding="utf-8"))
+from helpers import cli, json_records, refused, sample_file
 
 
 def write_lines(path: Path, rows: list) -> Path:

@@ -8,7 +8,7 @@ import pytest
 
 from baselines.data.fileio import DataError
 from baselines.runner.registry import get_task
-from tests.conftest import write_json
+from helpers import write_json
 
 # Record counts that ../shared/klue/README.md gives for each file.
 SHARED_FILES = [

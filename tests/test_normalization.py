@@ -6,9 +6,10 @@ import unicodedata
 
 import pytest
 
+from baselines.runner.registry import get_task
 from baselines.tasks.ner import entities
 from features.normalize import nfc_text
-from test_sklearn_interop import MODELS, build, sample
+from helpers import MODELS, sample_file
 
 
 def nfd(text: str) -> str:
@@ -38,20 +39,13 @@ def decomposed(code: str, item):
 
 
 @pytest.fixture(scope="module")
-def fitted_defaults():
-    models = {}
-    for code, name in MODELS:
-        if name == "trivial":
-            continue
-        spec, path = sample(code, "train")
-        records = spec.load(path)
-        models[code, name] = build(code, name).fit(records, spec.targets(records))
-    return models
+def fitted_defaults(quick_fit):
+    return {(code, name): quick_fit(code, name) for code, name in MODELS if name != "trivial"}
 
 
 @pytest.mark.parametrize("code, name", [(code, name) for code, name in MODELS if name != "trivial"])
 def test_decomposed_hangul_gets_the_same_predictions(fitted_defaults, code, name):
-    spec, path = sample(code, "dev")
+    spec, path = get_task(code), sample_file(code, "dev")
     records = spec.load(path)[:40]
     composed = spec.plain_inputs(records)
     changed = [decomposed(code, item) for item in composed]

@@ -15,7 +15,7 @@ from baselines.runner import evaluate as evaluation
 
 from baselines.runtime import memory, parallel
 from baselines.runner.registry import get_task
-from tests.test_cli import invoke
+from helpers import invoke
 
 HAS_DASK = importlib.util.find_spec("distributed") is not None
 

@@ -12,14 +12,9 @@ from baselines import api
 from baselines.bench import peers
 
 from baselines.runner import results
-from baselines.data.sources import sample_dir
 from baselines.errors import UsageError
 from baselines.runner.registry import get_task
-
-
-def sample(code: str, split: str) -> list:
-    task = get_task(code)
-    return task.load(sample_dir() / task.folder / (task.train_file if split == "train" else task.dev_file))
+from helpers import sample_records
 
 
 def test_the_hold_out_is_a_seeded_tenth_apart_from_the_rest():
@@ -32,7 +27,7 @@ def test_the_hold_out_is_a_seeded_tenth_apart_from_the_rest():
 
 def test_the_hold_out_keeps_a_premise_with_all_its_hypotheses():
     # A premise's three hypotheses on both sides would teach a peer the labels its held-out one does not have.
-    train = sample("nli", "train")
+    train = sample_records("nli", "train")
     inner, held = peers.hold_out(get_task("nli"), train, seed=0)
     assert len(held) and not {train[i].premise for i in inner} & {train[i].premise for i in held}
 
@@ -46,7 +41,7 @@ def test_the_plain_crf_sees_characters_their_neighbours_and_three_flags():
 
 
 def test_udpipe_reads_the_data_s_tags_as_upos():
-    records = sample("dp", "dev")[:2]
+    records = sample_records("dp", "dev")[:2]
     text = peers.udpipe_conllu(records, get_task("dp").targets(records))
     first = next(line.split("\t") for line in text.splitlines() if line and not line.startswith("#"))
     word = records[0].words[0]
@@ -59,7 +54,7 @@ def test_each_peer_runs_on_the_sample_and_is_scored_by_our_scorer(code):
     pytest.importorskip({"ynat": "fasttext", "sts": "sklearn", "nli": "fasttext", "ner": "sklearn_crfsuite",
                          "re": "fasttext", "dp": "ufal.udpipe"}[code])
     task = get_task(code)
-    train, dev = sample(code, "train"), sample(code, "dev")
+    train, dev = sample_records(code, "train"), sample_records(code, "dev")
     resources = task.load_resources({})
     _name, select, run = peers.PEERS[code]
     details = select(task, train, 0, peers.Clock(), lambda message: None, resources)
@@ -123,7 +118,7 @@ def test_fasttext_reads_the_hypothesis_after_the_separator():
 
 
 def test_re_marks_its_entities_and_kiwi_keeps_the_marks():
-    record = sample("re", "dev")[0]
+    record = sample_records("re", "dev")[0]
     marked = peers.marked_sentence(record)
     assert f"<S> {record.subject.word} </S>" in marked and f"<O> {record.object.word} </O>" in marked
     analysed = peers.kiwi_morphemes([marked])[0].split()
@@ -158,11 +153,7 @@ def test_the_peers_table_shows_three_rows_a_task_with_medians_and_ratios(tmp_pat
 
 
 def test_the_peers_figure_draws_a_panel_a_task(tmp_path):
-    from baselines.runner import plots
-    try:
-        plots.check_available()
-    except plots.PlotsUnavailable as missing:
-        pytest.skip(f"the plots extra is not installed ({missing})")
+    from baselines.runner import plots  # the plots extra is in the test extra: a broken one fails here
     task = get_task("ynat")
     runs = {who: [run_of(name, score, seconds, 500.0) for seconds in (10.0, 12.0, 11.0)]
             for who, name, score in (("peer", "fastText", 80.0), ("default", "klue-baselines tfidf-lr", 83.0),

@@ -12,11 +12,9 @@ from baselines import api
 
 from baselines.runner import plots
 from baselines.cli import main
+from helpers import REPO
 
-try:
-    plots.check_available()
-except plots.PlotsUnavailable as missing:
-    pytest.skip(f"the plots extra is not installed ({missing})", allow_module_level=True)
+# The plots extra is in the test extra: these tests run, and fail where it (or plots.check_available) is broken.
 
 TOPICS = ["IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치"]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -101,7 +99,6 @@ def test_run_and_learning_curve_draw_their_figures(tmp_path):
 
 
 def test_a_learning_curve_file_is_drawn_again_and_a_wrong_file_is_refused(tmp_path):
-    from conftest import REPO
     from baselines.data.fileio import DataError
     path = api.learning_curve_figure(REPO / "results" / "learning-curve" / "mrc-span-ranker.json", tmp_path)
     assert path.name == "mrc-span-ranker-learning-curve.png" and path.read_bytes().startswith(PNG_SIGNATURE)
@@ -119,7 +116,6 @@ def test_cross_fitted_runs_keep_each_folds_headline():
 
 
 def test_the_results_chart_of_the_committed_results(tmp_path):
-    from conftest import REPO
     path = api.results_figure(REPO / "results", tmp_path)
     assert path.name == "results.png" and path.read_bytes().startswith(PNG_SIGNATURE)
     with pytest.raises(api.UsageError, match="no recorded scores"):
@@ -129,7 +125,6 @@ def test_the_results_chart_of_the_committed_results(tmp_path):
 def test_the_committed_results_figure_shows_the_committed_results():
     """results/figures/results.png is drawn by the call that writes results/README.md, from the same runs: the
     rows kept in it are those of results/*.json, score for score."""
-    from conftest import REPO
     shown = plots.figure_data(REPO / "results" / "figures" / "results.png")
     runs = api.results.all_runs(REPO / "results")
     assert shown == api.results.chart_rows(runs)
@@ -138,7 +133,6 @@ def test_the_committed_results_figure_shows_the_committed_results():
 
 
 def test_the_results_figure_is_redrawn_with_the_readme(tmp_path):
-    from conftest import REPO
     import shutil
     for path in (REPO / "results").glob("*.json"):
         shutil.copy(path, tmp_path / path.name)
@@ -155,6 +149,14 @@ def test_the_results_figure_is_redrawn_with_the_readme(tmp_path):
     assert [row["ours"] for row in shown if row["task"] == "nli"] == [12.5]
 
 
+def test_the_check_finds_the_installed_extra_and_names_each_missing_part(monkeypatch):
+    assert plots.check_available() is None and plots._font_path().is_file()
+    monkeypatch.setattr(plots.importlib.util, "find_spec",
+                        lambda name, real=plots.importlib.util.find_spec: None if name == "matplotlib" else real(name))
+    with pytest.raises(plots.PlotsUnavailable, match="matplotlib is not installed"):
+        plots.check_available()
+
+
 def test_a_missing_extra_is_one_line_before_any_work(tmp_path, monkeypatch):
     monkeypatch.setattr(plots, "FONT_PACKAGE", "no_such_font_package")
     result = CliRunner().invoke(main, ["-q", "run", "ynat", "--plots", str(tmp_path / "figures")])
@@ -167,7 +169,6 @@ def test_a_missing_extra_is_one_line_before_any_work(tmp_path, monkeypatch):
 def test_the_results_tables_can_be_cited(tmp_path):
     """Ours marked dev and the anchors test; protocols that published numbers do not follow, and copies that
     are not the official bytes, marked; the protocols defined here; DP's anchors once; the commit named."""
-    from conftest import REPO
     from baselines import __version__
     runs = api.results.all_runs(REPO / "results")
     table = api.results.markdown_table(api.results.table_rows(runs))

@@ -12,8 +12,7 @@ from baselines.bench import scale
 from baselines.errors import UsageError
 from baselines.runner import results
 from baselines.runner.registry import all_tasks, get_task
-from tests.conftest import shared_folder
-from tests.test_cli import invoke
+from helpers import invoke, shared_folder
 
 
 def sample_records(code: str) -> list:

@@ -14,30 +14,14 @@ from sklearn.base import BaseEstimator, clone, is_classifier, is_regressor
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import GridSearchCV, cross_val_score
 
-from baselines.data.sources import sample_dir
-from baselines.runner.registry import all_tasks, get_task
+from baselines.runner.registry import get_task
+from helpers import MODELS, quick_model, sample_file, sample_resources
 
-MODELS = [(task.code, name) for task in all_tasks() for name in task.models]
 CLASSIFIERS = {(code, name) for code, default in (("ynat", "tfidf-lr"), ("nli", "tfidf-lr"), ("re", "features-lr"))
                for name in (default, "fast", "trivial")}
 REGRESSORS = {("sts", "features-gbr"), ("sts", "fast"), ("sts", "trivial")}
-# Settings that keep the fits on the sample quick; the behaviour under test does not depend on them.
-QUICK = {("ner", "crf"): {"max_iterations": 20, "neighbours": 0}, ("dp", "mst"): {"epochs": 2},
-         ("dp", "mst-kiwi"): {"epochs": 2}, ("mrc", "span-ranker"): {"neighbours": 0, "max_iter": 50},
-         ("sts", "features-gbr"): {"max_iter": 50, "svd_components": 20}, ("wos", "rules-lr"): {"none_threshold": 0.7}}
-
-
 def sample(code: str, split: str):
-    spec = get_task(code)
-    path = sample_dir() / spec.folder / (spec.train_file if split == "train" else spec.dev_file)
-    return spec, path
-
-
-def build(code: str, name: str):
-    spec, _path = sample(code, "train")
-    extras = {extra: sample_dir() / spec.folder / extra for extra in spec.extra_files}
-    model = spec.models[name].build(0, spec.load_resources(extras))
-    return model.set_params(**QUICK.get((code, name), {}))
+    return get_task(code), sample_file(code, split)
 
 
 
@@ -87,19 +71,14 @@ def as_plain_records(code: str, records: list) -> list:
 
 
 @pytest.fixture(scope="module")
-def fitted():
-    """Each model fitted once on its task's sample training file."""
-    models = {}
-    for code, name in MODELS:
-        spec, path = sample(code, "train")
-        records = spec.load(path)
-        models[code, name] = build(code, name).fit(records, spec.targets(records))
-    return models
+def fitted(quick_fit):
+    """Each model fitted once on its task's sample training file (shared with the other modules that read them)."""
+    return {(code, name): quick_fit(code, name) for code, name in MODELS}
 
 
 @pytest.mark.parametrize("code, name", MODELS)
 def test_clone_parameters_and_estimator_type(code, name):
-    model = build(code, name)
+    model = quick_model(code, name)
     params = model.get_params()
     copy = clone(model)
     assert copy is not model and copy.get_params().keys() == params.keys()
@@ -112,7 +91,7 @@ def test_clone_parameters_and_estimator_type(code, name):
 def test_predict_before_fit_raises_not_fitted(code, name):
     spec, path = sample(code, "dev")
     with pytest.raises(NotFittedError):
-        build(code, name).predict(spec.load(path)[:2])
+        quick_model(code, name).predict(spec.load(path)[:2])
 
 
 @pytest.mark.parametrize("code, name", MODELS)
@@ -133,8 +112,7 @@ def test_score_is_the_first_headline_metric_on_the_unit_scale(fitted, code, name
     records = spec.load(path)
     model = fitted[code, name]
     value = model.score(records, spec.targets(records))
-    official = spec.score(records, spec.predict(model, records), spec.load_resources(
-        {extra: sample_dir() / spec.folder / extra for extra in spec.extra_files}))[spec.headline[0]]
+    official = spec.score(records, spec.predict(model, records), sample_resources(code))[spec.headline[0]]
     if code == "re":  # micro F1 over the relations seen, which is the official one: no_relation is left out
         assert value == pytest.approx(official / 100)
     elif math.isnan(official):
@@ -153,9 +131,9 @@ def test_cross_val_score_and_grid_search(code):
     records = spec.load(path)
     y = spec.targets(records)
     name = spec.default_model
-    scores = cross_val_score(build(code, name), records, y, cv=2)
+    scores = cross_val_score(quick_model(code, name), records, y, cv=2)
     assert scores.shape == (2,) and np.all((scores >= -1) & (scores <= 1))
-    search = GridSearchCV(build(code, name), GRIDS[code], cv=2).fit(records, y)
+    search = GridSearchCV(quick_model(code, name), GRIDS[code], cv=2).fit(records, y)
     assert search.best_params_ in [dict(zip(GRIDS[code], [v])) for v in next(iter(GRIDS[code].values()))]
     assert len(search.cv_results_["mean_test_score"]) == 2
 
@@ -218,7 +196,7 @@ def with_requirements(fitted) -> dict:
     for (code, name), params in given.items():
         spec, path = sample(code, "train")
         records = spec.load(path)
-        models[code, name] = build(code, name).set_params(**params).fit(records, spec.targets(records))
+        models[code, name] = quick_model(code, name).set_params(**params).fit(records, spec.targets(records))
     return models
 
 
