@@ -1,8 +1,6 @@
 """MRC reader: candidate spans, particle stripping, a planted question pattern, persistence."""
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 
@@ -10,19 +8,15 @@ from baselines.runtime.provenance import versions
 from baselines.runner.persistence import ModelFileError, load_model, save_model
 from baselines.runner.registry import get_task
 from baselines.metrics.scoring import mrc_reader_diagnostics, normalize_mrc_answer
-from baselines.tasks.mrc import (FEATURE_INDEX, MrcAnswer, MrcQuestion, SpanRanker, candidate_spans, question_type,
-                                 question_view, related_words, targets)
+from baselines.tasks.mrc import (FEATURE_INDEX, SpanRanker, candidate_spans, question_type, question_view,
+                                 related_words, targets)
 from features.analysis import analyze
 from baselines.tasks.mrc.passages import sentence_ids
 from baselines.tasks.mrc import reader as reader_module
 from baselines.tasks.mrc import ranking
 from baselines.tasks.mrc.decision import DECISION_C
 from baselines.tasks.mrc.reader import N_BEST, RANKER_ALPHAS, n_best
-
-NAMES = ["김철수", "이영희", "박민수", "최지우", "정하늘", "강다은", "윤서준", "한지민"]
-CITIES = ["서울", "부산", "대구", "광주", "대전", "울산", "인천", "제주"]
-JOBS = ["교사", "의사", "화가", "기자", "판사", "작가"]
-
+from helpers import planted_questions
 
 def candidate_texts(context: str) -> list[str]:
     analysis = analyze([context])[0]
@@ -47,27 +41,6 @@ def test_question_types_from_wh_words_and_focus_nouns():
                          "학교의 수는 몇 개인가?", "사고 비행기의 목적지는?"])
     assert [question_type(q)[0] for q in questions] == ["person", "place", "time", "quantity", "other"]
     assert question_type(questions[4])[1] == "목적지"
-
-
-def planted_questions(count: int, seed: int) -> list[MrcQuestion]:
-    """Who was born where: the answer is the city next to the asked person's name; a question about
-    someone absent from the passage has no answer."""
-    rng = random.Random(seed)
-    records = []
-    for index in range(count):
-        first, second, absent = rng.sample(NAMES, 3)
-        city, other_city = rng.sample(CITIES, 2)
-        job = rng.choice(JOBS)
-        context = (f"{first}는 {rng.randint(1950, 2000)}년에 {city}에서 태어났다. "
-                   f"{second}는 {other_city}에서 {job}로 일했다. 두 사람은 오랜 친구이다.")
-        if index % 3 == 2:
-            records.append(MrcQuestion(f"p{seed}-{index}", f"{absent}가 태어난 도시는 어디인가?", context,
-                                       is_impossible=True))
-        else:
-            start = context.index(city)
-            records.append(MrcQuestion(f"p{seed}-{index}", f"{first}가 태어난 도시는 어디인가?", context,
-                                       answers=[MrcAnswer(city, start)]))
-    return records
 
 
 def test_ranker_learns_a_planted_pattern_and_survives_persistence(tmp_path):

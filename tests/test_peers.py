@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,8 @@ from baselines.bench import peers
 from baselines.runner import results
 from baselines.errors import UsageError
 from baselines.runner.registry import get_task
-from helpers import sample_records
+from baselines.tasks.nli import NliExample
+from helpers import FLOOR_MARGINS, assert_beats_the_floor, sample_records, sample_resources
 
 
 def test_the_hold_out_is_a_seeded_tenth_apart_from_the_rest():
@@ -49,21 +51,38 @@ def test_udpipe_reads_the_data_s_tags_as_upos():
     assert text.count("# sent_id = ") == 2
 
 
-@pytest.mark.parametrize("code", ["ynat", "sts", "nli", "ner", "re", "dp"])
-def test_each_peer_runs_on_the_sample_and_is_scored_by_our_scorer(code):
-    pytest.importorskip({"ynat": "fasttext", "sts": "sklearn", "nli": "fasttext", "ner": "sklearn_crfsuite",
-                         "re": "fasttext", "dp": "ufal.udpipe"}[code])
-    task = get_task(code)
-    train, dev = sample_records(code, "train"), sample_records(code, "dev")
-    resources = task.load_resources({})
+# Per peer, the points by which it must beat the trivial floor (helpers.FLOOR_MARGINS, the models' own, where it
+# does). On the sample (peer; floor): fastText YNAT macro F1 45.35; 3.73. TF-IDF cosine STS F1 49.52; 0.00, Pearson
+# 41.99. The plain CRF's entity / character F1 51.42 / 60.37; 0.00 / 6.74. RE's fastText learns little from 300
+# sentences (micro F1 5.10; 0.00): its margin says only that it learns. NLI's fastText scores 28.0 on the sample's
+# 100 pairs, below the floor's 34.0 (300 training pairs are too few for it): it is held to the floor on generated
+# pairs instead (test_the_nli_peer_learns_what_generated_pairs_give_away).
+PEER_MARGINS = {**FLOOR_MARGINS, "re": {"micro_f1": 3}, "nli": {}}
+
+
+def run_peer(code: str, train: list, dev: list) -> tuple[list, dict, dict, dict]:
+    """(rows, scores, the floor's scores, the selection's details) of the task's peer trained on `train`."""
+    task, resources = get_task(code), sample_resources(code)
+    floor_model = task.models["trivial"].build(0, resources).fit(train, task.targets(train))
+    floor = task.score(dev, task.predict(floor_model, dev), resources)
     _name, select, run = peers.PEERS[code]
     details = select(task, train, 0, peers.Clock(), lambda message: None, resources)
     clock = peers.Clock()
     rows = run(task, train, dev, details["chosen"], 0, clock, resources)
-    assert [row["guid"] for row in rows] == [record.guid for record in dev]
-    metrics = task.score(dev, rows, resources)
-    assert all(0 <= metrics[metric] <= 100 for metric in task.headline)
     assert "fit" in clock.seconds and "predict" in clock.seconds and "selection" not in clock.seconds
+    return rows, task.score(dev, rows, resources), floor, details
+
+
+@pytest.mark.parametrize("code", ["ynat", "sts", "nli", "ner", "re", "dp"])
+def test_each_peer_runs_on_the_sample_beats_the_floor_and_is_scored_by_our_scorer(code):
+    pytest.importorskip({"ynat": "fasttext", "sts": "sklearn", "nli": "fasttext", "ner": "sklearn_crfsuite",
+                         "re": "fasttext", "dp": "ufal.udpipe"}[code])  # the peers extra, in the test extra
+    task, resources = get_task(code), sample_resources(code)
+    train, dev = sample_records(code, "train"), sample_records(code, "dev")
+    rows, metrics, floor, details = run_peer(code, train, dev)
+    assert [row["guid"] for row in rows] == [record.guid for record in dev]
+    assert all(0 <= metrics[metric] <= 100 for metric in task.headline)
+    assert_beats_the_floor(code, metrics, floor, f"the {code} peer", PEER_MARGINS[code])
     if code in ("ynat", "nli", "re"):
         assert details["chosen"] in peers.FASTTEXT_GRID and len(details["selection"]) == len(peers.FASTTEXT_GRID)
     if code == "re":  # AUPRC reads a probability of every relation
@@ -72,6 +91,28 @@ def test_each_peer_runs_on_the_sample_and_is_scored_by_our_scorer(code):
         assert details["chosen"]["view"] in peers.TFIDF_VIEWS and all(0 <= row["score"] <= 5 for row in rows)
     if code == "ner":  # characters alone find entities in the sample's dev sentences
         assert metrics["entity_macro_f1"] > 0 and details["chosen"]["c1"] in peers.CRF_C
+
+
+def planted_inference(count: int, seed: int) -> list[NliExample]:
+    """Pairs whose label the hypothesis's own words give away: the premise again (entailment), its negation
+    (contradiction), or the premise with a clause added (neutral)."""
+    rng = random.Random(seed)
+    people, places, acts = ["철수는", "영희는", "민수는", "지우는"], ["서울에서", "부산에서", "학교에서", "공원에서"], [
+        "친구를 만났다", "책을 읽었다", "점심을 먹었다", "노래를 불렀다"]
+    records = []
+    for index in range(count):
+        body = f"{rng.choice(people)} 어제 {rng.choice(places)} {rng.choice(acts)}"
+        label = ("entailment", "contradiction", "neutral")[index % 3]
+        hypothesis = {"entailment": f"{body}.", "contradiction": f"{body[:-1]}지 않았다.",
+                      "neutral": f"{body}, 그리고 많은 사람들이 기뻐했다."}[label]
+        records.append(NliExample(f"g{seed}-{index}", f"{body}.", hypothesis, label))
+    return records
+
+
+def test_the_nli_peer_learns_what_generated_pairs_give_away():
+    pytest.importorskip("fasttext")
+    _rows, metrics, floor, _details = run_peer("nli", planted_inference(300, 1), planted_inference(90, 2))
+    assert_beats_the_floor("nli", metrics, floor, "the nli peer on generated pairs", {"accuracy": 30})
 
 
 def test_peers_refuse_the_sample_and_tasks_without_a_peer(tmp_path):

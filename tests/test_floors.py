@@ -1,0 +1,42 @@
+"""Every model of every task, default and fast, and every peer of `bench peers`, beats the trivial floor by a margin
+stated here: on the shipped sample, or where the sample is too small to show it, on generated data whose answers
+are learnable. A model that predicts a constant fails these tests."""
+from __future__ import annotations
+
+import pytest
+
+from baselines.runner.registry import TASK_CODES, get_task
+from helpers import FLOOR_MARGINS, AT_LEAST, assert_beats_the_floor, planted_questions, sample_records, sample_resources
+
+def train_and_dev(code: str) -> tuple[list, list]:
+    if code == "mrc":  # the sample's 100 questions: the reader's exact match is the floor's (26 and 27)
+        return planted_questions(90, seed=1), planted_questions(60, seed=2)
+    return sample_records(code, "train"), sample_records(code, "dev")
+
+
+@pytest.fixture(scope="module")
+def floors() -> dict:
+    """Each task's trivial floor, scored on what the models are scored on."""
+    scores = {}
+    for code in TASK_CODES:
+        task, (train, dev) = get_task(code), train_and_dev(code)
+        model = task.models["trivial"].build(0, sample_resources(code)).fit(train, task.targets(train))
+        scores[code] = task.score(dev, task.predict(model, dev), sample_resources(code))
+    return scores
+
+
+@pytest.mark.parametrize("code, name", [(code, name) for code in TASK_CODES
+                                         for name in (get_task(code).default_model, "fast")])
+def test_the_default_and_the_fast_model_beat_the_floor(floors, code, name):
+    task, (train, dev) = get_task(code), train_and_dev(code)
+    model = task.models[name].build(0, sample_resources(code)).fit(train, task.targets(train))
+    assert_beats_the_floor(code, task.score(dev, task.predict(model, dev), sample_resources(code)), floors[code],
+                           f"{code} {name}")
+
+
+def test_no_margin_sits_at_or_below_the_floor_and_every_headline_metric_is_held():
+    for code in TASK_CODES:
+        held = set(FLOOR_MARGINS[code]) | set(AT_LEAST.get(code, {}))
+        left_out = set(get_task(code).headline) - held
+        assert left_out <= {"auprc", "uas_macro_f1", "las_macro_f1", "rouge_w"}, (code, left_out)
+        assert all(margin > 0 for margin in FLOOR_MARGINS[code].values())
