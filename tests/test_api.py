@@ -8,6 +8,7 @@ import pytest
 from baselines import api
 from baselines.errors import UsageError
 from baselines.taskspec import PredictionError
+from baselines.runner.persistence import read_metadata
 
 
 def test_load_xy_gives_records_or_plain_inputs():
@@ -101,8 +102,12 @@ def test_training_and_fitting_locate_the_data_once(tmp_path, monkeypatch):
     calls = []
     find = api.find_data
     monkeypatch.setattr(api, "find_data", lambda *args, **kwargs: calls.append(args) or find(*args, **kwargs))
-    api.train("re", tmp_path / "re.model", "trivial", log=lambda message: None)
-    assert len(calls) == 1
+    path = api.train("re", tmp_path / "re.model", "trivial", log=lambda message: None)
+    assert len(calls) == 1 and calls[0][0].code == "re"
+    # What was located is what the model was trained on and scored with: the sample's file and relation list.
+    metadata, _offset = read_metadata(path)
+    assert metadata["training_files"] == [str(api.data_file("re", "train"))]
     calls.clear()
-    api.saved_or_fitted("re", model="trivial", log=lambda message: None)
-    assert len(calls) == 1
+    model = api.saved_or_fitted("re", model="trivial", log=lambda message: None)
+    assert len(calls) == 1 and calls[0][0].code == "re"
+    assert set(model.classes_) <= set(api.resources("re")["relations"])

@@ -649,12 +649,17 @@ def test_a_run_killed_after_a_results_file_leaves_no_stale_readme_after_the_next
         return sorted(run["seed"] for run in json.loads(ynat_file.read_text(encoding="utf-8"))["runs"].values())
 
     # README.md is written with ynat.json, not at the end of the run: it shows the new YNAT run while NLI's
-    # model is still being fitted, and a SIGKILL then leaves it current.
-    process = subprocess.Popen([sys.executable, "-m", "baselines.cli", "-q", "run", "ynat", "nli", "--seed", "7",
+    # model is still being fitted, and a SIGKILL then leaves it current. The run is held in NLI's fit (which
+    # waits for a signal that never comes) until it is killed: the kill lands there, however fast the machine.
+    held_in_nli = ("import signal, sys; from baselines.runner.registry import get_task; "
+                   "get_task('nli').models['tfidf-lr'].estimator.fit = lambda *args, **kwargs: signal.pause(); "
+                   "from baselines.cli import main; main()")
+    process = subprocess.Popen([sys.executable, "-c", held_in_nli, "-q", "run", "ynat", "nli", "--seed", "7",
                                 "--results-dir", str(results_dir)], cwd=tmp_path, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
-    while "run ynat nli --seed 7" not in readme.read_text(encoding="utf-8") and process.poll() is None:
-        time.sleep(0.002)
+    while "run ynat nli --seed 7" not in readme.read_text(encoding="utf-8"):
+        assert process.poll() is None, "the run ended before it reached NLI's fit"
+        time.sleep(0.01)  # polling a file that the run writes; the run itself waits for the kill
     process.kill()
     assert process.wait() == -signal.SIGKILL and ynat_seeds() == [0, 7]
     # The window between ynat.json and README.md, whether or not the kill fell into it: README.md as a killed

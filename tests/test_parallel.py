@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 import time
+from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -121,19 +124,39 @@ def test_a_call_in_the_background_runs_in_a_worker_whose_peak_counts_in_this_pro
     assert memory.total_peak_mb() == memory.peak_mb()
 
 
-def _touch_later(path: str, seconds: float) -> None:
-    time.sleep(seconds)
+def _touch(path: str) -> None:
     open(path, "w").close()
 
 
+def _say_pid_then_wait(path: str) -> None:
+    """Write this worker's pid to `path`, then wait for what never comes: only being stopped ends it."""
+    Path(path).write_text(str(os.getpid()))
+    threading.Event().wait()
+
+
+def waited_for(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:
+    """Wait until `condition` holds (a process's state that has no event to wait on), failing after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
+        time.sleep(0.01)
+
+
 def test_leaving_the_block_before_the_background_call_ends_stops_its_worker(tmp_path):
-    mark = tmp_path / "the call ran to its end"
-    with parallel.in_background(_touch_later, str(mark), 0.5) as result:
+    mark, said = tmp_path / "the call ran to its end", tmp_path / "pid"
+    with parallel.in_background(_touch, str(mark)) as result:
         result()
     assert mark.exists()  # the call, left to run, does its work
-    mark.unlink()
     with pytest.raises(KeyError):
-        with parallel.in_background(_touch_later, str(mark), 3):
+        with parallel.in_background(_say_pid_then_wait, str(said)):
+            waited_for(lambda: said.exists() and said.read_text(), "the worker to start")
             raise KeyError("the caller failed first")
-    time.sleep(6)
-    assert not mark.exists()
+    worker = int(said.read_text())
+
+    def stopped() -> bool:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return True
+        return False
+    waited_for(stopped, "the worker to be stopped")  # it waits forever unless stopped

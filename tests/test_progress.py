@@ -1,8 +1,9 @@
 """Long work says so: heartbeats with elapsed time, progress bars in the API, the sample warned about."""
 from __future__ import annotations
 
-import time
+import threading
 import warnings
+from typing import Callable
 
 import pytest
 from click.testing import CliRunner
@@ -14,10 +15,21 @@ from baselines.cli import main
 from features import analysis
 
 
+def heard_until(count: int) -> tuple[list, threading.Event, Callable[[str], None]]:
+    """What a log hears, an event set once it has heard `count` lines, and the log."""
+    said, enough = [], threading.Event()
+
+    def hear(line: str) -> None:
+        said.append(line)
+        if len(said) >= count:
+            enough.set()
+    return said, enough, hear
+
+
 def test_a_silent_phase_tells_its_elapsed_time_and_its_end():
-    said = []
-    with progress.heartbeat("ynat: fitting tfidf-lr", said.append, every=0.05):
-        time.sleep(0.23)
+    said, two_beats, hear = heard_until(2)
+    with progress.heartbeat("ynat: fitting tfidf-lr", hear, every=0.05):
+        assert two_beats.wait(timeout=120)  # the phase lasts until the heartbeat has spoken twice, however slow
     assert len(said) >= 3 and all(line.startswith("ynat: fitting tfidf-lr: ") for line in said)
     assert said[-1].startswith("ynat: fitting tfidf-lr: done in ") and said[0].endswith(" s")
     quick = []
@@ -27,10 +39,11 @@ def test_a_silent_phase_tells_its_elapsed_time_and_its_end():
 
 
 def test_a_heartbeat_keeps_quiet_while_a_progress_bar_is_drawn(monkeypatch):
-    monkeypatch.setattr(analysis, "progress_shown", lambda: True)
+    _asked, three_beats, ask = heard_until(3)  # each beat asks whether a bar is on screen
+    monkeypatch.setattr(analysis, "progress_shown", lambda: ask("is a bar shown?") or True)
     said = []
     with progress.heartbeat("phase", said.append, every=0.05):
-        time.sleep(0.2)
+        assert three_beats.wait(timeout=120)
     assert [line for line in said if "done in" not in line] == []
 
 
