@@ -21,6 +21,7 @@ from baselines.runner.registry import get_task
 from helpers import invoke
 
 HAS_DASK = importlib.util.find_spec("distributed") is not None
+HAS_RAY = importlib.util.find_spec("ray") is not None
 
 
 # Fewer candidate spans for the MRC reader: what is compared is serial against parallel, and its default
@@ -66,6 +67,19 @@ def test_cross_fitting_and_tuning_folds_fit_fold_copies_that_skip_the_parsers_fe
 def test_a_local_dask_cluster_predicts_what_serial_cross_fitting_does():
     _serial, serial_predictions = cross_fitted("dp", parallel.Workers(1))
     _spread, spread_predictions = cross_fitted("dp", parallel.Workers(2, "dask"))
+    assert spread_predictions == serial_predictions
+
+
+@pytest.mark.skipif(not HAS_RAY, reason="ray is not installed (extra [cluster]; .ci/run installs it and says so)")
+def test_a_local_ray_cluster_predicts_what_serial_cross_fitting_does():
+    import ray
+
+    _serial, serial_predictions = cross_fitted("dp", parallel.Workers(1))
+    try:
+        _spread, spread_predictions = cross_fitted("dp", parallel.Workers(2, "ray"))
+        assert ray.is_initialized()  # the folds ran on the local ray that the backend started
+    finally:
+        ray.shutdown()
     assert spread_predictions == serial_predictions
 
 

@@ -25,6 +25,7 @@ from features.cache import CACHE_VARIABLE
 
 # Backends that joblib does not bring: the package that registers each, and the extra that installs it.
 CLUSTER_BACKENDS = {"dask": "distributed", "ray": "ray"}
+LIST_ONLY_BACKENDS = frozenset({"ray"})  # joblib backends that refuse return_as="generator"
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,11 @@ def run(calls: Sequence[tuple[Callable, tuple]], workers: Workers = Workers(),
     settings = analysis.worker_settings(share_of_cores=workers.jobs)
     parent = os.getpid()
     results, peaks = [], []
+    # Results as they arrive, for progress; ray's joblib backend returns them only as a list, all at the end.
+    return_as = "list" if workers.backend in LIST_ONLY_BACKENDS else "generator"
     with _backend(workers):
         jobs = (delayed(_in_worker)(parent, settings, function, args) for function, args in calls)
-        for index, (result, peak) in enumerate(Parallel(n_jobs=workers.jobs, return_as="generator")(jobs)):
+        for index, (result, peak) in enumerate(Parallel(n_jobs=workers.jobs, return_as=return_as)(jobs)):
             results.append(result)
             if peak is not None:
                 peaks.append(peak)
