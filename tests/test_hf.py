@@ -19,8 +19,13 @@ from baselines.taskspec import align_predictions
 from hf_fixtures import NLI, dataset, hf_rows, write_jsonl, write_parquet, write_saved_dataset
 from helpers import beats_the_sample_floor
 
-pytest.importorskip("pyarrow", reason="parquet and save_to_disk exports need the hf extra (pyarrow)")
-pytest.importorskip("datasets", reason="the HF fixtures are written by the datasets library (the test extra)")
+
+
+def needs_the_hf_packages() -> None:
+    """Skip where pyarrow (the hf extra: parquet and save_to_disk) or datasets (which writes the HF fixtures) is
+    missing; the tests of JSON Lines, CoNLL-U and predictions that need neither run with the core alone."""
+    pytest.importorskip("pyarrow", reason="parquet and save_to_disk exports need the hf extra (pyarrow)")
+    pytest.importorskip("datasets", reason="the HF fixtures are written by the datasets library (the test extra)")
 
 FORMATS = ("jsonl", "parquet", "disk")
 
@@ -29,6 +34,7 @@ FORMATS = ("jsonl", "parquet", "disk")
 def exports(tmp_path_factory) -> Path:
     """The shipped sample exported as HF `klue` files: <config>/{train,validation}.{jsonl,parquet} and
     <config>/{train,validation}/ (save_to_disk), WoS's ontology beside its files as a user would put it."""
+    needs_the_hf_packages()
     root = tmp_path_factory.mktemp("hf")
     for code in TASK_CODES:
         folder = root / code
@@ -95,6 +101,7 @@ def test_nli_labels_follow_the_shipped_classlabel_order(exports):
 
 @pytest.mark.parametrize("kind", ["parquet", "disk", "dataset"])
 def test_classlabel_names_are_read_from_the_data_where_it_carries_them(tmp_path, kind):
+    needs_the_hf_packages()
     draft = ["entailment", "contradiction", "neutral"]  # an order no shipped version had
     official = api.load("nli", api.data_file("nli", "dev"))
     data = dataset("nli", hf_rows("nli", api.data_file("nli", "dev")), {"nli": draft})
@@ -113,6 +120,7 @@ def test_classlabel_names_are_read_from_the_data_where_it_carries_them(tmp_path,
 
 @pytest.mark.parametrize("kind", ["parquet", "disk"])
 def test_classlabel_names_other_than_the_official_set_are_one_line_errors(tmp_path, kind):
+    needs_the_hf_packages()
     rows = [dict(row, label=NLI.index(row["label"])) for row in hf_rows("nli", api.data_file("nli", "dev"))[:3]]
     data = dataset("nli", rows, {"nli": ["yes", "maybe", "no"]})
     path = (write_parquet(data, tmp_path / "odd.parquet") if kind == "parquet"
@@ -199,6 +207,7 @@ def test_predict_writes_hf_predictions(exports, tmp_path):
 
 
 def test_dp_conllu_out_parses_and_reads_back(tmp_path):
+    needs_the_hf_packages()
     conllu = pytest.importorskip("conllu")
     dev = api.data_file("dp", "dev")
     output = tmp_path / "dp.conllu"
@@ -219,6 +228,7 @@ def test_dp_conllu_out_parses_and_reads_back(tmp_path):
 
 
 def test_hostile_exports_are_one_line_errors(tmp_path):
+    needs_the_hf_packages()
     fake = tmp_path / "fake.parquet"
     fake.write_bytes(b"PAR1 not really parquet")
     folder = tmp_path / "saved"
@@ -240,6 +250,7 @@ def test_hostile_exports_are_one_line_errors(tmp_path):
 
 @pytest.mark.parametrize("code", TASK_CODES)
 def test_a_dataset_object_and_its_rows_convert_as_files_do(code):
+    needs_the_hf_packages()
     data = dataset(code, hf_rows(code, api.data_file(code, "dev")))
     official = comparable(code, api.load(code, api.data_file(code, "dev")))
     assert comparable(code, api.records_from_hf(code, data)) == official
@@ -264,6 +275,7 @@ def test_a_saved_dataset_whose_info_disagrees_with_its_arrow_files_is_read_by_th
     """save_to_disk writes the features twice, in dataset_info.json and in each Arrow file's schema; where a
     hand-edited dataset_info.json gives other ClassLabel names, datasets.load_from_disk follows it, and so do we,
     saying that the two disagree."""
+    needs_the_hf_packages()
     from baselines.errors import InputWarning
     official = api.load("nli", api.data_file("nli", "dev"))
     folder = write_saved_dataset(dataset("nli", hf_rows("nli", api.data_file("nli", "dev"))), tmp_path / "nli")
