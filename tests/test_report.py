@@ -47,6 +47,17 @@ def test_ner_entity_rows_are_seqevals_strict_per_type_scores():
     assert built["confusion"]["labels"][-1] == "O"
 
 
+def test_ner_errors_show_each_entity_with_the_spaces_of_its_sentence():
+    """Entities are scored on the characters without spaces; the errors shown had lost the spaces inside them."""
+    from baselines.tasks.ner import NerSentence, compare
+
+    text = "부산에서 8시간 20분 걸린다"
+    tags = ["B-LC", "I-LC", "O", "O", "O"] + ["B-TI"] + ["I-TI"] * 6 + ["O"] * 4  # 8시간 20분 is one time
+    predicted = tags[:8] + ["O", "B-TI", "I-TI", "I-TI"] + tags[12:]  # two times, 8시간 and 20분
+    shown = compare([NerSentence("s", text, tags)], [{"tags": predicted}]).shown
+    assert shown == [("부산/LC, 8시간 20분/TI", "부산/LC, 8시간/TI, 20분/TI")]
+
+
 @pytest.mark.parametrize("task", ["sts", "mrc", "wos", "dp", "re", "nli"])
 def test_every_task_reports(task):
     dev = api.data_file(task, "dev")

@@ -695,7 +695,11 @@ def compare(records: Sequence[NerSentence], aligned: Sequence[dict]) -> Comparis
     seqeval's strict precision, recall and F1. A sentence is as wrong as its mismatched entities."""
     comparison = Comparison("entity", outside="O", ranked_by="the number of mismatched entities in the sentence")
     for record, prediction in zip(records, aligned):
-        text = record.text.replace(" ", "")
+        # Entities are scored on the characters without spaces; shown, they keep the sentence's own spaces.
+        kept = [position for position, char in enumerate(record.text) if char != " "]
+
+        def shown(start: int, end: int, text: str = record.text, kept: list = kept) -> str:
+            return text[kept[start]:kept[end - 1] + 1]
         gold = {(start, end): kind for kind, start, end in scoring.iob2_entities(_scored_tags(record, record.tags))}
         pred = {(start, end): kind for kind, start, end in
                 scoring.iob2_entities(_scored_tags(record, prediction["tags"]))}
@@ -704,7 +708,7 @@ def compare(records: Sequence[NerSentence], aligned: Sequence[dict]) -> Comparis
             comparison.gold.append(gold.get(span, "O"))
             comparison.predicted.append(pred.get(span, "O"))
         comparison.wrong.append(float(sum(gold.get(span) != pred.get(span) for span in spans)))
-        comparison.shown.append(tuple(", ".join(f"{text[start:end]}/{kind}" for (start, end), kind in
+        comparison.shown.append(tuple(", ".join(f"{shown(start, end)}/{kind}" for (start, end), kind in
                                                 sorted(entities.items())) or "-" for entities in (gold, pred)))
     return comparison
 
