@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from baselines.runner.registry import TASK_CODES, get_task
+import quoted_figures
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -60,52 +62,65 @@ def test_every_link_between_pages_leads_to_a_page():
             assert (REPO / "docs" / name).parent.joinpath(target).resolve().is_file(), (name, target)
 
 
-def _figures_in_results() -> set[str]:
-    """Every number that results/ holds, as the pages print it: as written, and JSON numbers at 1 to 4 decimals,
-    as they are and x100."""
-    known: set[str] = set()
-
-    def walk(value):
-        if isinstance(value, bool):
-            return
-        if isinstance(value, (int, float)):
-            for decimals in (1, 2, 3, 4):
-                known.update({f"{value:.{decimals}f}", f"{value * 100:.{decimals}f}"})
-        elif isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    for path in (REPO / "results").rglob("*"):
-        if path.suffix in (".json", ".md"):
-            text = path.read_text(encoding="utf-8")
-            known.update(re.findall(r"\d+\.\d+", text))
-            if path.suffix == ".json":
-                walk(json.loads(text))
-    return known
+def figure_problems(page: str, text: str) -> list[str]:
+    """What is wrong with the figures that a page's prose quotes, against their ties in quoted_figures.json: a
+    figure that is not its tie's, a tie whose record holds another value, a figure with no tie."""
+    ties = json.loads(quoted_figures.LEDGER.read_text(encoding="utf-8")).get(page, [])
+    figures = [figure for figure, _context in quoted_figures.quoted(text)]
+    problems = [f"{page}: figure {position + 1} is {figure}, its tie says {tie[0]}"
+                for position, (figure, tie) in enumerate(zip(figures, ties)) if figure != tie[0]]
+    if len(figures) != len(ties):
+        problems.append(f"{page}: {len(figures)} figures, {len(ties)} ties (run python tests/quoted_figures.py)")
+    for tie in ties:
+        if tie[1] is None:
+            if not str(tie[2]).startswith(("not a measurement: ", "not tied: ")):
+                problems.append(f"{page}: {tie[0]} has neither a record nor the reason it has none")
+        elif quoted_figures.value_of(tie) != tie[0]:
+            problems.append(f"{page}: {tie[0]} is tied to {tie[1]} {tie[2]}, which holds "
+                            f"{quoted_figures.value_of(tie)}")
+    return problems
 
 
-def quoted_figures(text: str) -> list[str]:
-    """The measured figures a page quotes: numbers with two decimals in its prose (not in code or examples, not a
-    Python version, not a signed difference between two figures that are quoted themselves)."""
-    prose = re.sub(r"^[ \t]*```.*?^[ \t]*```", "", text, flags=re.S | re.M)
-    prose = re.sub(r"`[^`\n]*`", "", prose)
-    prose = re.sub(r"Python \d+\.\d+", "", prose)
-    return re.findall(r"(?<![\w.+\-−])\d+\.\d\d(?![\d.])", prose)
+def test_every_quoted_figure_is_the_value_of_the_record_it_is_tied_to():
+    """Every measured figure in the prose of the README and docs/ stands in tests/quoted_figures.json with the file
+    and key of results/ that hold it (or, for the few that are not measurements or that results/ does not keep,
+    with why); the tables between generated marks are the next test's."""
+    problems = [problem for page, text in quoted_figures.pages().items() for problem in figure_problems(page, text)]
+    assert not problems, "\n".join(problems)
 
 
-def test_no_page_quotes_a_figure_that_no_results_file_holds():
-    known = _figures_in_results()
-    unknown = {name: sorted(set(figure for figure in quoted_figures(text) if figure not in known))
-               for name, text in {"README.md": README, **DOCS}.items()}
-    assert not {name: figures for name, figures in unknown.items() if figures}
+def test_a_quoted_figure_moved_by_a_hundredth_fails():
+    """Each figure of every page, moved by 0.01 (up, or down from 0.99 and over), fails the check."""
+    for page, text in quoted_figures.pages().items():
+        for match in quoted_figures.FIGURE.finditer(quoted_figures.prose(text)):
+            figure = match.group()
+            moved = f"{float(figure) + (0.01 if float(figure) < 99 else -0.01):.2f}"
+            # the figure's own place in the page: the same count of figures before it, as in the prose
+            place = [m.start() for m in quoted_figures.FIGURE.finditer(text) if m.group() == figure]
+            shifted = [text[:start] + moved + text[start + len(figure):] for start in place]
+            assert any(figure_problems(page, changed) for changed in shifted), (page, figure)
+            assert all(figure_problems(page, changed) for changed in shifted
+                       if quoted_figures.prose(changed) != quoted_figures.prose(text)), (page, figure)
 
 
-def test_the_figure_check_catches_a_figure_made_up():
-    assert quoted_figures("YNAT macro F1 is 987.65 here (+1.25), `x = 12.34` in code, on Python 3.11.") == ["987.65"]
-    assert "987.65" not in _figures_in_results()
+def test_the_generated_tables_are_what_results_makes_of_them(tmp_path):
+    """The tables between generated marks in the README and docs/ are the ones that the committed results/ make:
+    regenerated into a copy, every page comes out as it is."""
+    from baselines.runner import results
+
+    shutil.copytree(REPO / "results", tmp_path / "results")
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    shutil.copy(REPO / "README.md", tmp_path / "README.md")
+    results.regenerate_readme(tmp_path / "results")
+    for page in quoted_figures.pages():
+        assert (tmp_path / page).read_text(encoding="utf-8") == (REPO / page).read_text(encoding="utf-8"), page
+
+
+def test_the_figure_check_reads_prose_only():
+    text = ("YNAT macro F1 is 987.65 here (+1.25), `x = 12.34` in code, on Python 3.11, and 1.25.\n"
+            "<!-- results:start -->\n| 55.55 |\n<!-- results:end -->")
+    assert [figure for figure, _ in quoted_figures.quoted(text)] == ["987.65", "1.25"]
+    assert figure_problems("README.md", text)
 
 
 def test_the_getting_started_python_runs_on_the_sample(capsys, monkeypatch):
