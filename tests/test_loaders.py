@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from baselines.data.fileio import DataError
+from baselines.errors import InputWarning
 from baselines.runner.registry import get_task
 from helpers import write_json
 
@@ -142,3 +143,53 @@ def test_v1_file_names_are_found(tmp_path):
     folder.mkdir()
     (folder / "ynat-v1_dev.json").write_text(json.dumps([]), encoding="utf-8")
     assert find_file(tmp_path, get_task("ynat"), "ynat-v1.1_dev.json") == folder / "ynat-v1_dev.json"
+
+
+# Tests for what mutation testing (mutmut over baselines/data/fileio.py) found unchecked: each error's full line,
+# the replacement of lone surrogates and where it is said, and a TSV header's guid and text.
+
+def test_each_file_error_names_the_file_the_place_and_what_was_expected(tmp_path):
+    from baselines.data import fileio
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(DataError) as raised:
+        fileio.parse_json_text(deep.read_text(encoding="utf-8"), deep, "record 3")
+    assert str(raised.value) == f"{deep}: record 3: JSON nested too deeply to read"
+    orphan = tmp_path / "orphan.tsv"
+    orphan.write_text("가\tO\n", encoding="utf-8")
+    with pytest.raises(DataError) as raised:
+        list(fileio.read_tsv_blocks(orphan))
+    assert str(raised.value) == (f"{orphan}: line 1: token row outside a sentence (expected a '## guid<TAB>text' "
+                                 f"line first)")
+    latin = tmp_path / "latin.tsv"
+    sentences = "## g\t가\n가\tO\n\n".encode() * 2000  # past the decoder's first chunk, which it counted from
+    latin.write_bytes(sentences + b"\xff\tO\n")
+    for read in (fileio.read_text, lambda path: list(fileio.read_tsv_blocks(path))):
+        with pytest.raises(DataError) as raised:
+            read(latin)
+        assert str(raised.value) == f"{latin}: line 6001, byte {len(sentences)}: not UTF-8 text"
+    with pytest.raises(DataError) as raised:
+        list(fileio.read_tsv_blocks(tmp_path / "absent.tsv"))
+    assert str(raised.value) == f"{tmp_path / 'absent.tsv'}: cannot read (No such file or directory)"
+
+
+def test_lone_surrogates_are_replaced_and_their_records_named(tmp_path):
+    from baselines.data import fileio
+
+    text = json.dumps([{"guid": "a", "title": "가\ud800"}, {"guid": "b", "title": "나"}, "\udfff"])
+    with pytest.warns(InputWarning) as caught:
+        value = fileio.parse_json_text(text, tmp_path / "x.json")
+    assert value == [{"guid": "a", "title": "가\ufffd"}, {"guid": "b", "title": "나"}, "\ufffd"]
+    assert str(caught[0].message) == (f"{tmp_path / 'x.json'}: 2 texts hold lone surrogate code points, which Kiwi "
+                                      f"cannot analyse; they are read with U+FFFD in their place (first: [0] (guid "
+                                      f"'a').title, [2])")
+
+
+def test_a_tsv_header_gives_the_guid_before_its_first_tab_and_the_text_after_it(tmp_path):
+    from baselines.data import fileio
+
+    path = tmp_path / "x.tsv"
+    path.write_text("## 주석 : ##\n##  g-1 \t가 나\t다\n가\tO\n\n", encoding="utf-8")
+    (block,) = list(fileio.read_tsv_blocks(path))
+    assert (block.guid, block.text, block.line, block.rows) == ("g-1", "가 나\t다", 2, [(3, ["가", "O"])])

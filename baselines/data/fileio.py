@@ -69,10 +69,23 @@ def read_text(path: Path) -> str:
     try:
         with open(path, encoding="utf-8-sig") as handle:
             return handle.read()
-    except UnicodeDecodeError as error:
-        raise DataError(path, f"byte {error.start}", "not UTF-8 text") from None
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
     except OSError as error:
         raise DataError(path, None, f"cannot read ({error.strerror})") from None
+
+
+def _not_utf8(path: Path) -> DataError:
+    """The DataError of a file that is not UTF-8, placed at its first undecodable byte: found again in the file's
+    bytes, since a decoder that reads a file in chunks counts from the start of its chunk."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+        start = len(data)
+    except UnicodeDecodeError as error:
+        start = error.start
+    line = data.count(b"\n", 0, start) + 1
+    return DataError(path, f"line {line}, byte {start}", "not UTF-8 text")
 
 
 def read_json(path: Path) -> Any:
@@ -175,8 +188,8 @@ def read_tsv_blocks(path: Path) -> Iterator[TsvBlock]:
                                             "(expected a '## guid<TAB>text' line first)")
                         block = TsvBlock(header[1], header[2], header[0], [])
                     block.rows.append((number, line.split("\t")))
-        except UnicodeDecodeError as error:
-            raise DataError(path, f"byte {error.start}", "not UTF-8 text") from None
+        except UnicodeDecodeError:
+            raise _not_utf8(path) from None
     if block is not None:
         yield block
 
