@@ -139,3 +139,23 @@ def test_re_gives_each_relations_own_area_beside_their_mean():
     assert result["auprc/per:title"] == pytest.approx(100.0)
     assert result["auprc/org:members"] == pytest.approx((1 + 1 / 4) / 2 * 100)
     assert result["auprc"] == pytest.approx(np.mean([result[f"auprc/{label}"] for label in labels]))
+
+
+# Cases that mutation testing (mutmut over baselines/metrics/) found unchecked by the reference vectors.
+
+def test_ner_scores_every_type_present_whatever_types_before_it_lack():
+    """Types absent from gold and predictions are left out of the macro average (seqeval), and the types after
+    them are still scored: a sentence of one QT entity, the last type, found."""
+    tags = [["B-QT", "I-QT", "O"]]
+    scores = scoring.score_ner(tags, tags)
+    assert scores["entity_macro_f1"] == 100.0 and scores["entity_f1/QT"] == 100.0
+    assert "entity_f1/PS" not in scores
+    missed = scoring.score_ner([["B-QT", "I-QT", "O", "B-PS"]], [["B-QT", "I-QT", "O", "O"]])
+    assert missed["entity_macro_f1"] == 50.0 and missed["entity_f1/PS"] == 0.0
+
+
+def test_ner_refuses_tags_outside_the_klue_set():
+    with pytest.raises(ValueError, match=r"ner: sentence 1 has tags outside the KLUE tag set: \['B-XX', 'I-PER'\]"):
+        scoring.score_ner([["O"], ["O", "O"]], [["O"], ["B-XX", "I-PER"]])
+    with pytest.raises(ValueError, match="ner: sentence 0 has 2 gold tags but 1 predicted"):
+        scoring.score_ner([["O", "O"]], [["O"]])
