@@ -1236,3 +1236,16 @@ def test_a_determinism_run_that_fails_is_one_error_line_and_another_tasks_file_i
     line = refused("bench", "determinism", "ner", "--param", "re_train=absent-re.json", "--results-dir", tmp_path)
     assert "failed under" in line and f"{tmp_path / 'absent-re.json'}: no such file" in line
     assert not (tmp_path / "determinism.json").exists()
+
+
+def test_reproduce_of_one_task_reruns_that_task_only_of_a_command_that_ran_several(tmp_path):
+    """The floors of YNAT, STS, NLI and RE were recorded by one command; `reproduce sts` reruns it for STS alone."""
+    from baselines.cli.scores import run as run_command
+
+    recorded = "klue-baselines -q run ynat sts nli re --data-dir data --model trivial"
+    (tmp_path / "data").mkdir()
+    arguments = reproduce.rerun_arguments(recorded, run_command, tmp_path, tmp_path / "out", tmp_path / "cache",
+                                          {"sts"})
+    assert arguments[arguments.index("run") + 1:arguments.index("--model")] == ["sts"]
+    every = reproduce.rerun_arguments(recorded, run_command, tmp_path, tmp_path / "out", tmp_path / "cache")
+    assert every[every.index("run") + 1:every.index("--model")] == ["ynat", "sts", "nli", "re"]

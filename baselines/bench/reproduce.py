@@ -11,7 +11,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 import click
 
@@ -94,12 +94,13 @@ def recorded_commands(results_dir: Path, task_codes: Sequence[str]) -> dict[str,
     return commands
 
 
-def rerun_arguments(command: str, run_command: click.Command, project: Path, results_dir: Path, cache_dir: Path
-                    ) -> list[str]:
+def rerun_arguments(command: str, run_command: click.Command, project: Path, results_dir: Path, cache_dir: Path,
+                    tasks: Collection[str] | None = None) -> list[str]:
     """The arguments that rerun a recorded `klue-baselines run` command: parsed by `run_command` (the CLI's `run`, which
     the CLI hands over: it sits above this module), its input paths made absolute from the project folder, written only
-    to results_dir and an empty cache_dir (no predictions, no figures). ValueError for anything else: another command,
-    unknown options, a value that `run` would refuse."""
+    to results_dir and an empty cache_dir (no predictions, no figures); of its tasks, only those in `tasks` where it
+    is given (a command that ran four tasks' floors reruns one task's for `reproduce` of that task). ValueError for
+    anything else: another command, unknown options, a value that `run` would refuse."""
     try:
         words = shlex.split(command)
     except ValueError as error:
@@ -131,7 +132,8 @@ def rerun_arguments(command: str, run_command: click.Command, project: Path, res
                          f"{command!r}") from None
     finally:
         os.chdir(previous)
-    arguments = [*kept_global, "--cache-dir", str(cache_dir), "run", *options["task_codes"]]
+    codes = [code for code in options["task_codes"] if tasks is None or code in tasks]
+    arguments = [*kept_global, "--cache-dir", str(cache_dir), "run", *codes]
     for option, key in (("--model", "model_name"), ("--pos", "pos")):
         if options[key] is not None:
             arguments += [option, options[key]]
@@ -163,7 +165,7 @@ def rerun(results_dir: Path, task_codes: Sequence[str], run_command: click.Comma
             rerun_runs: dict[str, dict] = {}
             try:
                 arguments = rerun_arguments(command, run_command, results_dir.parent, scratch_path / "results",
-                                            scratch_path / "cache")
+                                            scratch_path / "cache", {row.task for row in rows})
             except ValueError as error:  # a warning, not a log line: --quiet must not hide it
                 warnings.warn(f"not rerun: {error}", RefusedCommandWarning, stacklevel=1)
             else:
