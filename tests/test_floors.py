@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from baselines.runner.registry import TASK_CODES, get_task
-from helpers import FLOOR_MARGINS, AT_LEAST, assert_beats_the_floor, planted_questions, sample_records, sample_resources
+from helpers import AT_LEAST, FLOOR_MARGINS, assert_beats_the_floor, planted_questions, sample_records, scored
+
 
 def train_and_dev(code: str) -> tuple[list, list]:
     if code == "mrc":  # the sample's 100 questions: the reader's exact match is the floor's (26 and 27)
@@ -17,21 +18,13 @@ def train_and_dev(code: str) -> tuple[list, list]:
 @pytest.fixture(scope="module")
 def floors() -> dict:
     """Each task's trivial floor, scored on what the models are scored on."""
-    scores = {}
-    for code in TASK_CODES:
-        task, (train, dev) = get_task(code), train_and_dev(code)
-        model = task.models["trivial"].build(0, sample_resources(code)).fit(train, task.targets(train))
-        scores[code] = task.score(dev, task.predict(model, dev), sample_resources(code))
-    return scores
+    return {code: scored(code, "trivial", *train_and_dev(code)) for code in TASK_CODES}
 
 
 @pytest.mark.parametrize("code, name", [(code, name) for code in TASK_CODES
                                          for name in (get_task(code).default_model, "fast")])
 def test_the_default_and_the_fast_model_beat_the_floor(floors, code, name):
-    task, (train, dev) = get_task(code), train_and_dev(code)
-    model = task.models[name].build(0, sample_resources(code)).fit(train, task.targets(train))
-    assert_beats_the_floor(code, task.score(dev, task.predict(model, dev), sample_resources(code)), floors[code],
-                           f"{code} {name}")
+    assert_beats_the_floor(code, scored(code, name, *train_and_dev(code)), floors[code], f"{code} {name}")
 
 
 def test_no_margin_sits_at_or_below_the_floor_and_every_headline_metric_is_held():

@@ -16,7 +16,7 @@ from baselines.runner import results
 from baselines.errors import UsageError
 from baselines.runner.registry import get_task
 from baselines.tasks.nli import NliExample
-from helpers import FLOOR_MARGINS, assert_beats_the_floor, sample_records, sample_resources
+from helpers import FLOOR_MARGINS, assert_beats_the_floor, sample_records, sample_resources, scored
 
 
 def test_the_hold_out_is_a_seeded_tenth_apart_from_the_rest():
@@ -63,8 +63,7 @@ PEER_MARGINS = {**FLOOR_MARGINS, "re": {"micro_f1": 3}, "nli": {}}
 def run_peer(code: str, train: list, dev: list) -> tuple[list, dict, dict, dict]:
     """(rows, scores, the floor's scores, the selection's details) of the task's peer trained on `train`."""
     task, resources = get_task(code), sample_resources(code)
-    floor_model = task.models["trivial"].build(0, resources).fit(train, task.targets(train))
-    floor = task.score(dev, task.predict(floor_model, dev), resources)
+    floor = scored(code, "trivial", train, dev)
     _name, select, run = peers.PEERS[code]
     details = select(task, train, 0, peers.Clock(), lambda message: None, resources)
     clock = peers.Clock()

@@ -41,8 +41,8 @@ def _one_uint32(data: np.ndarray, position: int) -> int:
 
 def _within(start: int, length: int, end: int, what: str) -> None:
     if start < 0 or length < 0 or start + length > end:
-        raise ValueError(f"{what} ({length:,} bytes at offset {start:,}) runs past the end of the "
-                                  f"model's {end:,} bytes")
+        raise ValueError(f"{what} ({length:,} bytes at offset {start:,}) runs past the end of the model's {end:,} "
+                         f"bytes")
 
 
 def _chunk(data: np.ndarray, offset: int, chunk_id: bytes, item_bytes: int, what: str) -> int:
@@ -105,13 +105,13 @@ def _check_cqdb(data: np.ndarray, offset: int, expected_ids: int, what: str) -> 
         bucket_offsets = _uint32(data, offset + table_offset + 8 * np.arange(buckets) + 4)
         if buckets and np.all(bucket_offsets != 0):
             raise ValueError(f"a hash table of the {what} database has no empty bucket (a look-up of a "
-                                      f"string that is not in it would never stop)")
+                             f"string that is not in it would never stop)")
         record_starts.append(bucket_offsets[bucket_offsets != 0])
     if records != expected_ids:
         raise ValueError(f"the {what} database holds {records:,} strings, the model {expected_ids:,}")
     if not backward_offset or backward_size != expected_ids:
         raise ValueError(f"the {what} database's id-to-string array holds {backward_size:,} ids, the "
-                                  f"model {expected_ids:,}")
+                         f"model {expected_ids:,}")
     _within(offset + backward_offset, 4 * records, end, f"the {what} database's id-to-string array")
     backward = _uint32(data, offset + backward_offset + 4 * np.arange(records))
     if np.any(backward == 0):

@@ -168,9 +168,9 @@ def load_model(path: Path, task: str, versions: dict[str, str], trust_pickle: bo
     if metadata["payload_format"] == "joblib" and not trust_pickle:
         raise ModelFileError(f"{path}: the model is a pickle, which can run any code when loaded; if you trust "
                              f"the file's source, load it with {PICKLE_CONSENT}")
-    if metadata["payload_bytes"] > MODEL_FILE_LIMIT or path.stat().st_size > MODEL_FILE_LIMIT:
-        raise ModelFileError(f"{path}: {max(metadata['payload_bytes'], path.stat().st_size):,} bytes, more than a "
-                             f"model file may hold ({MODEL_FILE_LIMIT:,})")
+    claimed = max(metadata["payload_bytes"], path.stat().st_size)
+    if claimed > MODEL_FILE_LIMIT:
+        raise ModelFileError(f"{path}: {claimed:,} bytes, more than a model file may hold ({MODEL_FILE_LIMIT:,})")
     with open(path, "rb") as handle:
         handle.seek(offset)
         payload = handle.read(metadata["payload_bytes"] + 1)  # one more than the header says: a longer file is damaged
@@ -323,10 +323,10 @@ def _check_stored_array(path: Path, archive: zipfile.ZipFile, name: str) -> None
     if dtype.hasobject:
         raise ModelFileError(f"{path}: its array {name} holds Python objects, which no model of this toolkit "
                              f"stores")
-    if header_bytes + math.prod(shape) * dtype.itemsize != info.file_size:
+    expected = header_bytes + math.prod(shape) * dtype.itemsize
+    if expected != info.file_size:
         raise ModelFileError(f"{path}: damaged model (its array {name} is {info.file_size:,} bytes, not the "
-                             f"{header_bytes + math.prod(shape) * dtype.itemsize:,} of its shape {shape} and "
-                             f"type {dtype})")
+                             f"{expected:,} of its shape {shape} and type {dtype})")
 
 
 def _load_skops(path: Path, payload: bytes, task: str) -> Any:

@@ -81,12 +81,10 @@ def refuse_files_not_ours(folder: Path, tasks: Sequence[str]) -> None:
     """A UsageError, before anything trains, when `folder` holds a file that train --all would replace and did not
     write: a README.md without its mark, a models.json that is not a catalogue, a <task>.model that is not a
     model file."""
-    readme, catalogue = folder / README, folder / CATALOGUE
-    mine = {readme: lambda: _readme_is_ours(readme), catalogue: lambda: _read_catalogue(catalogue)[1]}
-    mine.update({model_path(folder, task): lambda task=task: _starts_as_model(model_path(folder, task))
-                 for task in tasks})
-    for path, written_here in mine.items():
-        if (path.exists() or path.is_symlink()) and not (path.is_file() and written_here()):
+    ours = [(folder / README, _readme_is_ours), (folder / CATALOGUE, lambda path: _read_catalogue(path)[1]),
+            *((model_path(folder, task), _starts_as_model) for task in tasks)]
+    for path, written_here in ours:
+        if (path.exists() or path.is_symlink()) and not (path.is_file() and written_here(path)):
             raise UsageError(f"{path}: {setting('train --all', 'train_all')} would replace this file, which it did "
                              f"not write (move it, or choose another {setting('--out-dir', 'models_dir')})")
 

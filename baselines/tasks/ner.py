@@ -697,9 +697,6 @@ def compare(records: Sequence[NerSentence], aligned: Sequence[dict]) -> Comparis
     for record, prediction in zip(records, aligned):
         # Entities are scored on the characters without spaces; shown, they keep the sentence's own spaces.
         kept = [position for position, char in enumerate(record.text) if char != " "]
-
-        def shown(start: int, end: int, text: str = record.text, kept: list = kept) -> str:
-            return text[kept[start]:kept[end - 1] + 1]
         gold = {(start, end): kind for kind, start, end in scoring.iob2_entities(_scored_tags(record, record.tags))}
         pred = {(start, end): kind for kind, start, end in
                 scoring.iob2_entities(_scored_tags(record, prediction["tags"]))}
@@ -708,7 +705,8 @@ def compare(records: Sequence[NerSentence], aligned: Sequence[dict]) -> Comparis
             comparison.gold.append(gold.get(span, "O"))
             comparison.predicted.append(pred.get(span, "O"))
         comparison.wrong.append(float(sum(gold.get(span) != pred.get(span) for span in spans)))
-        comparison.shown.append(tuple(", ".join(f"{shown(start, end)}/{kind}" for (start, end), kind in
+        comparison.shown.append(tuple(", ".join(f"{record.text[kept[start]:kept[end - 1] + 1]}/{kind}"
+                                                for (start, end), kind in
                                                 sorted(entities.items())) or "-" for entities in (gold, pred)))
     return comparison
 

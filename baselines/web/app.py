@@ -206,18 +206,18 @@ def host_refused(headers: Any, hosts: Collection[str]) -> str | None:
     return None if name in hosts else f"this page answers requests for {', '.join(hosts)}, not {host!r}"
 
 
-def origin_refused(headers: Any) -> str | None:
-    """Why a prediction request is not the page's own, or None: JSON, from the page's origin (a browser names
-    the page that sends a POST in `Origin` and `Sec-Fetch-Site`; another page can send text/plain without asking,
-    never JSON to another origin)."""
+def origin_refused(headers: Any) -> tuple[int, str] | None:
+    """(status, why) when a prediction request is not the page's own, else None: JSON (415 otherwise), from the
+    page's origin (403 otherwise: a browser names the page that sends a POST in `Origin` and `Sec-Fetch-Site`;
+    another page can send text/plain without asking, never JSON to another origin)."""
     media_type = headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
-        return f"a prediction is asked for in application/json, not {media_type or 'a body of no type'}"
+        return 415, f"a prediction is asked for in application/json, not {media_type or 'a body of no type'}"
     origin = headers.get("origin")
     if origin is not None and origin != f"http://{headers.get('host', '')}":
-        return f"a prediction is asked for by the page itself, not by {origin!r}"
+        return 403, f"a prediction is asked for by the page itself, not by {origin!r}"
     if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
-        return "a prediction is asked for by the page itself, not by another site"
+        return 403, "a prediction is asked for by the page itself, not by another site"
     return None
 
 
@@ -270,9 +270,9 @@ def create_app(models_dir: Path | None = None, log: Callable[[str], None] = api.
         return HTMLResponse(page(models))
 
     async def predict(request: Request) -> Any:
-        problem = origin_refused(request.headers)
-        if problem:
-            return refusal(415 if "application/json" in problem else 403, problem)
+        refused = origin_refused(request.headers)
+        if refused:
+            return refusal(*refused)
         body = await bounded_body(request, MAX_BODY_BYTES)
         if body is None:
             return refusal(413, f"the request is larger than the page takes ({MAX_BODY_BYTES:,} bytes)")
