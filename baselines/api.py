@@ -656,34 +656,39 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
 
 
 @_named_task
-def read_predictions(task: str, path: PathLike) -> list[dict]:
-    """A prediction file in any format `score` reads: JSONL keyed by guid, or the task's whole-file
-    alternative (MRC's {question_id: answer} object, DP's official TSV)."""
-    return evaluation.read_predictions(get_task(task), Path(path))
+def read_predictions(task: str, path: PathLike, predictions_format: str = "auto") -> list[dict]:
+    """A prediction file in any format `score` reads: JSONL keyed by guid; what neural pipelines write (the
+    Hugging Face example scripts' predict_results_*.txt and NER predictions.txt, a JSON array, CSV or TSV with a
+    header); or the task's whole-file alternative (MRC's {question_id: answer} object, DP's official TSV).
+    `predictions_format` forces one of baselines.data.prediction_formats.FORMATS."""
+    return evaluation.read_predictions(get_task(task), Path(path), predictions_format)
 
 
 @_named_task
 def score(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict, *,
-          data_dir: PathLike | None = None) -> dict[str, float]:
+          data_dir: PathLike | None = None, predictions_format: str = "auto", log: Log = progress.say
+          ) -> dict[str, float]:
     """The official metrics (x100) and their breakdowns. `gold` is a labelled file or labelled records;
-    `predictions` a file in any format `score` reads, a list of prediction dicts, or MRC's {id: answer}."""
-    return _scored(get_task(task), gold, predictions, data_dir)[2]
+    `predictions` a file in any format `score` reads (see read_predictions), a list of prediction dicts, or
+    MRC's {id: answer}. `log` hears which format a file was read as."""
+    return _scored(get_task(task), gold, predictions, data_dir, predictions_format, log)[2]
 
 
 def _scored(spec: TaskSpec, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict,
-            data_dir: PathLike | None) -> tuple[list, list[dict], dict[str, float]]:
+            data_dir: PathLike | None, predictions_format: str = "auto", log: Log = progress.say
+            ) -> tuple[list, list[dict], dict[str, float]]:
     """(gold records, prediction rows, official metrics), every check of `score` made on the way."""
     records, resources = _gold(spec, gold, data_dir)
-    return (records, *_checked(spec, records, resources, predictions))
+    return (records, *_checked(spec, records, resources, predictions, predictions_format, log))
 
 
 def _gold(spec: TaskSpec, gold: PathLike | Sequence, data_dir: PathLike | None) -> tuple[list, dict]:
     return evaluation.gold_and_resources(spec, _as_path(gold), Path(data_dir).expanduser() if data_dir else None)
 
 
-def _checked(spec: TaskSpec, records: list, resources: dict, predictions: PathLike | Sequence[dict] | dict
-             ) -> tuple[list[dict], dict[str, float]]:
-    return evaluation.checked_and_scored(spec, records, resources, _as_path(predictions))
+def _checked(spec: TaskSpec, records: list, resources: dict, predictions: PathLike | Sequence[dict] | dict,
+             predictions_format: str = "auto", log: Log = progress.say) -> tuple[list[dict], dict[str, float]]:
+    return evaluation.checked_and_scored(spec, records, resources, _as_path(predictions), predictions_format, log)
 
 
 def _as_path(value: Any) -> Any:
@@ -695,7 +700,8 @@ def _as_path(value: Any) -> Any:
 def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequence[dict] | dict,
             predictions_b: PathLike | Sequence[dict] | dict, *, resamples: int = 1000, seed: int = 0, jobs: int = 1,
             metrics: Sequence[str] | None = None, data_dir: PathLike | None = None,
-            progress: Callable[[int], None] = lambda done: None) -> dict:
+            progress: Callable[[int], None] = lambda done: None, predictions_format: str = "auto",
+            log: Log = progress.say) -> dict:
     """Two systems' predictions on the same gold, compared by paired bootstrap (baselines.metrics.significance):
     for each metric, A and B, the difference B - A, its 95 % interval and p-value. Both prediction sets are
     checked as `score` checks them first. `metrics`: names of `score`'s metrics, or of a breakdown
@@ -706,8 +712,8 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
         raise UsageError(f"resamples must be 1 to {significance.MAX_RESAMPLES:,}, not {resamples:,}")
     spec = get_task(task)
     records, resources = _gold(spec, gold, data_dir)
-    rows_a, metrics_a = _checked(spec, records, resources, predictions_a)
-    rows_b, metrics_b = _checked(spec, records, resources, predictions_b)
+    rows_a, metrics_a = _checked(spec, records, resources, predictions_a, predictions_format, log)
+    rows_b, metrics_b = _checked(spec, records, resources, predictions_b, predictions_format, log)
     try:
         headline, breakdown = significance.chosen_metrics(spec, metrics, (metrics_a, metrics_b))
     except ValueError as error:
@@ -725,7 +731,7 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
 @_named_task
 def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict, *,
            errors: int = 10, data_dir: PathLike | None = None, plots_dir: PathLike | None = None,
-           overwrite: bool = False) -> dict:
+           overwrite: bool = False, predictions_format: str = "auto", log: Log = progress.say) -> dict:
     """A teaching report: the official metrics; per class (a topic, an entity type, a relation) precision,
     recall, F1 and support, and the confusion matrix, where the task has classes; and the `errors` records
     that are most wrong (a confident error first), with their input, gold and prediction. With plots_dir,
@@ -739,7 +745,7 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
             raise UsageError(f"{plots_dir} already holds {', '.join(earlier)} from an earlier report: give "
                              f"another {setting('--plots', 'plots')} folder, remove them, or "
                              f"{setting('--overwrite', 'overwrite=True')}")
-    records, rows, metrics = _scored(spec, gold, predictions, data_dir)
+    records, rows, metrics = _scored(spec, gold, predictions, data_dir, predictions_format, log)
     aligned = align_predictions(records, rows)
     comparison = spec.compare(records, aligned)
     built: dict[str, Any] = {"task": task, "unit": comparison.unit, "metrics": results.jsonable_scores(metrics, 4)}

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from baselines import api
+from baselines.data import prediction_formats
 from baselines.data.fileio import check_output_file, write_json_atomic
 from baselines.metrics import significance
 from baselines.runner import results, tuning
@@ -72,19 +73,30 @@ def tune(ctx, task: str, params, folds: int, model_name, data_dir, train_file, s
     click.echo(f"best by {report['metric']}: {report['best']} (written to {path})")
 
 
+predictions_format_option = click.option(
+    "--predictions-format", default=prediction_formats.AUTO, show_default=True,
+    type=click.Choice(prediction_formats.FORMATS),
+    help="How to read the prediction files; auto tells JSONL, a Hugging Face predict_results file, NER's "
+         "predictions.txt, a JSON array and CSV/TSV with a header apart by content, and says which it read.")
+
+
 @main.command()
 @task_argument
 @click.option("--gold", "gold_path", required=True, type=DATA_PATH,
               help="Official KLUE file of the task, or its Hugging Face export.")
 @click.option("--predictions", "predictions_path", required=True,
-              type=click.Path(dir_okay=False, exists=True, path_type=Path), help="JSONL keyed by guid.")
+              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="JSONL keyed by guid, or a file as neural pipelines write it (see --predictions-format).")
+@predictions_format_option
 @data_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON.")
 @click.pass_context
 @friendly_errors
-def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_json: bool) -> None:
+def score(ctx, task: str, gold_path: Path, predictions_path: Path, predictions_format: str, data_dir,
+          as_json: bool) -> None:
     """Score anyone's predictions against an official file with the official metrics."""
-    metrics = api.score(task, gold_path, predictions_path, data_dir=data_dir)
+    metrics = api.score(task, gold_path, predictions_path, data_dir=data_dir, predictions_format=predictions_format,
+                        log=console(ctx).log)
     _print_metrics(task, results.jsonable_scores(metrics, 6) if as_json else metrics, as_json)
 
 
@@ -100,18 +112,19 @@ def score(ctx, task: str, gold_path: Path, predictions_path: Path, data_dir, as_
               help="Also write the whole report as JSON here.")
 @plots_option
 @click.option("--overwrite", is_flag=True, help="Replace the figures of an earlier report in the --plots folder.")
+@predictions_format_option
 @data_dir_option
 @click.pass_context
 @friendly_errors
 def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, error_count: int, out_path, plots_dir,
-                   overwrite: bool, data_dir):
+                   overwrite: bool, predictions_format: str, data_dir):
     """Per-class precision, recall, F1 and support, the confusion matrix and the worst errors of anyone's
     predictions: what a class looks at after the score. With --plots: the confusion heat map and F1 per
     class beside chance."""
     if out_path is not None:
         check_output_file(out_path, [gold_path, predictions_path])
     report = api.report(task, gold_path, predictions_path, errors=error_count, data_dir=data_dir, plots_dir=plots_dir,
-                        overwrite=overwrite)
+                        overwrite=overwrite, predictions_format=predictions_format, log=console(ctx).log)
     if out_path is not None:
         write_json_atomic(out_path, report)
     headline = api.task_spec(task).headline
@@ -157,12 +170,14 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
               help="Processes that score resamples in parallel where a metric is not a sum over records (MRC's "
                    "reader diagnostics); the result does not depend on it.")
+@predictions_format_option
 @data_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.pass_context
 @friendly_errors
 def compare_command(ctx, task: str, gold_path: Path, predictions_paths: tuple[Path, ...], resamples: int, seed: int,
-                    metric_names: tuple[str, ...], jobs: int, data_dir, as_json: bool) -> None:
+                    metric_names: tuple[str, ...], jobs: int, predictions_format: str, data_dir,
+                    as_json: bool) -> None:
     """Is B's lead over A real, and where? Each headline metric for both, B - A, its 95 % paired bootstrap
     interval and p-value; then the same per class, entity type, relation, slot or question type, the
     largest difference first. Resamples draw whole units (sentences, passages, dialogues)."""
@@ -171,7 +186,8 @@ def compare_command(ctx, task: str, gold_path: Path, predictions_paths: tuple[Pa
                                  param_hint="--predictions")
     with console(ctx).progress("resampling", resamples) as bar:
         compared = api.compare(task, gold_path, *predictions_paths, resamples=resamples, seed=seed, jobs=jobs,
-                               metrics=metric_names or None, data_dir=data_dir, progress=bar.update)
+                               metrics=metric_names or None, data_dir=data_dir, progress=bar.update,
+                               predictions_format=predictions_format, log=console(ctx).log)
     if as_json:
         click.echo(json.dumps(compared, ensure_ascii=False, indent=2))
         return

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from baselines.data import hf, sources
+from baselines.data import hf, prediction_formats, sources
 from baselines.data.fileio import DataError, file_sha256, looks_like_jsonl, read_jsonl, read_text
 from baselines.data.locate import TaskData, locate
 from baselines.errors import UsageError, setting
@@ -354,15 +354,33 @@ def _jsonable_params(model) -> dict:
     return {key: describe(value) for key, value in params.items()}
 
 
-def read_predictions(task: TaskSpec, path: Path) -> list[dict]:
-    """A prediction file in any format `score` reads: JSONL keyed by guid, the task's whole-file alternative
-    (MRC's {question_id: answer} object, DP's official TSV), or Hugging Face parquet or save_to_disk rows."""
-    exported = hf.exported_rows(path) if path.is_dir() or hf.is_parquet(path) else None
+def read_predictions(task: TaskSpec, path: Path, kind: str = prediction_formats.AUTO) -> list[dict]:
+    """A prediction file in any format `score` reads (see read_predictions_as)."""
+    return read_predictions_as(task, path, kind)[1]
+
+
+def read_predictions_as(task: TaskSpec, path: Path, kind: str = prediction_formats.AUTO) -> tuple[str, list[dict]]:
+    """(the format read, prediction rows) of a file: JSONL keyed by guid; what neural pipelines write (the HF
+    example scripts' predict_results and NER predictions.txt, a JSON array, CSV/TSV with a header: see
+    baselines.data.prediction_formats); the task's whole-file alternative (MRC's {question_id: answer} object,
+    DP's official TSV); or Hugging Face parquet or save_to_disk rows. `kind` forces one of
+    prediction_formats.FORMATS; 'auto' tells them apart by content."""
+    if kind not in prediction_formats.FORMATS:
+        raise UsageError(f"prediction format {kind!r}: expected one of {', '.join(prediction_formats.FORMATS)}")
+    exported = hf.exported_rows(path) if kind == prediction_formats.AUTO and (
+        path.is_dir() or hf.is_parquet(path)) else None
     if exported is not None:  # parquet or a save_to_disk folder of predictions, as HF users keep them
-        _kind, rows, features = exported
-        return hf.named_rows(task.code, rows, features, path)
+        exported_kind, rows, features = exported
+        return f"hf-{exported_kind}", hf.named_rows(task.code, rows, features, path)
+    text = read_text(path)
+    if kind == prediction_formats.AUTO:
+        kind = prediction_formats.detect(task.code, path, text) or prediction_formats.AUTO
+    if kind == "jsonl":
+        return kind, [row for _number, row in read_jsonl(path)]
+    if kind != prediction_formats.AUTO:
+        return kind, prediction_formats.read(task.code, path, text, kind)
     try:
-        whole = json.loads(read_text(path))
+        whole = json.loads(text)
     except json.JSONDecodeError:
         whole = None  # not one JSON document: JSON Lines, or a task's own format
     except RecursionError:
@@ -370,18 +388,28 @@ def read_predictions(task: TaskSpec, path: Path) -> list[dict]:
     if isinstance(whole, dict) and "guid" not in whole:
         converted = task.prediction_files.from_object(whole)
         if converted is not None:
-            return converted
+            return "json-object", converted
     if not looks_like_jsonl(path):
         if task.prediction_files.from_file is not None:
-            return task.prediction_files.from_file(path)
-        raise DataError(path, None, f"expected {task.prediction_files.described}")
-    return [row for _number, row in read_jsonl(path)]
+            return "task-file", task.prediction_files.from_file(path)
+        raise DataError(path, None, f"expected {task.prediction_files.described}, {OTHER_PREDICTION_FORMATS}")
+    return "jsonl", [row for _number, row in read_jsonl(path)]
 
 
-def prediction_rows(task: TaskSpec, predictions: Predictions) -> list[dict]:
-    """Prediction dicts from a file in any format `score` reads, a list of them, or MRC's {id: answer}."""
+# What every task reads besides its own formats, for the error that says what was expected.
+OTHER_PREDICTION_FORMATS = ("a Hugging Face predict_results file (index<TAB>prediction), a JSON array, CSV or TSV "
+                            "with a header naming a prediction column, NER's predictions.txt, or HF parquet")
+
+
+def prediction_rows(task: TaskSpec, predictions: Predictions, kind: str = prediction_formats.AUTO,
+                    log: Callable[[str], None] = progress.say) -> list[dict]:
+    """Prediction dicts from a file in any format `score` reads (`log` hears which it was), a list of them, or
+    MRC's {id: answer}."""
     if isinstance(predictions, Path):
-        return read_predictions(task, predictions)
+        found, rows = read_predictions_as(task, predictions, kind)
+        log(f"{predictions}: read as {prediction_formats.DESCRIBED.get(found, found)}, "
+                     f"{len(rows):,} predictions")
+        return rows
     if isinstance(predictions, dict):
         rows = task.prediction_files.from_object(predictions)
         if rows is None:
@@ -399,11 +427,12 @@ def gold_and_resources(task: TaskSpec, gold: Path | Sequence, data_dir: Path | N
     return records, task.load_resources(locate(task, data_dir, dev=gold_path).extras)
 
 
-def checked_and_scored(task: TaskSpec, records: list, resources: dict, predictions: Predictions
+def checked_and_scored(task: TaskSpec, records: list, resources: dict, predictions: Predictions,
+                       kind: str = prediction_formats.AUTO, log: Callable[[str], None] = progress.say
                        ) -> tuple[list[dict], dict[str, float]]:
     """(prediction rows, official metrics) of predictions against checked gold; a PredictionError names the
     prediction file."""
-    rows = hf.prediction_rows(task.code, prediction_rows(task, predictions), [r.guid for r in records],
+    rows = hf.prediction_rows(task.code, prediction_rows(task, predictions, kind, log), [r.guid for r in records],
                               predictions if isinstance(predictions, Path) else Path("<predictions>"))
     try:
         return rows, task.score(records, rows, resources)

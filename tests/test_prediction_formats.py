@@ -1,0 +1,170 @@
+"""Prediction files shaped as neural pipelines write them are scored exactly as the same predictions in JSONL."""
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from click.testing import CliRunner
+
+from baselines import api
+from baselines.cli import main
+from baselines.data import hf, prediction_formats
+from tests.helpers import refused, sample_file, sample_records, write_json
+
+TASKS = ("ynat", "nli", "sts", "ner", "re")
+# RE's AUPRC needs class probabilities, which these files do not carry: the warning that says so is expected.
+pytestmark = pytest.mark.filterwarnings("ignore:re. AUPRC needs")
+
+
+def predicted_values(task: str) -> list:
+    """Predictions that are right on some records and wrong on others (every third one changed), so that a
+    reading that shifts, drops or reorders a record changes the score."""
+    records = sample_records(task)
+    golds = api.task_spec(task).targets(records)
+    values = []
+    for index, gold in enumerate(golds):
+        if task == "sts":
+            values.append(round(min(5.0, max(0.0, gold + (index % 5 - 2) * 0.4)), 3))
+        elif task == "ner":
+            values.append(["O"] * len(gold) if index % 3 == 0 else list(gold))
+        else:
+            names = hf.SCHEMAS[task].labels["label"]
+            values.append(names[(names.index(gold) + 1) % len(names)] if index % 3 == 0 else gold)
+    return values
+
+
+def write_jsonl(path, task: str, values: list):
+    field = {"sts": "score", "ner": "tags"}.get(task, "label")
+    guids = [record.guid for record in sample_records(task)]
+    path.write_text("".join(json.dumps({"guid": guid, field: value}, ensure_ascii=False) + "\n"
+                            for guid, value in zip(guids, values)), encoding="utf-8")
+    return path
+
+
+def jsonl_score(tmp_path, task: str) -> dict:
+    return api.score(task, sample_file(task), write_jsonl(tmp_path / "ours.jsonl", task, predicted_values(task)),
+                     log=api.quiet)
+
+
+def hf_predict_results(path, task: str, values: list, as_ids: bool = False):
+    """predict_results_<task>.txt as run_glue.py writes it: a header, then index and label (the label list's
+    name, or the id when the label list is the ids of a JSON training file); regression as 3.3f."""
+    with open(path, "w") as writer:
+        writer.write("index\tprediction\n")
+        for index, item in enumerate(values):
+            if task == "sts":
+                writer.write(f"{index}\t{item:3.3f}\n")
+            else:
+                item = hf.SCHEMAS[task].labels["label"].index(item) if as_ids else item
+                writer.write(f"{index}\t{item}\n")
+    return path
+
+
+def hf_ner_predictions(path, task: str, values: list, spaces: bool = False):
+    """predictions.txt as run_ner.py writes it: one sentence a line, tags joined by spaces; a whitespace
+    character of the HF tokens yields no word piece and so no tag, unless `spaces`."""
+    texts = [record.text for record in sample_records(task)]
+    with open(path, "w") as writer:
+        for text, tags in zip(texts, values):
+            kept = [tag for char, tag in zip(text, tags) if spaces or char != " "]
+            writer.write(" ".join(kept) + "\n")
+    return path
+
+
+# STS predictions are numbers, not classes: they have no ids.
+@pytest.mark.parametrize("task, as_ids", [(task, as_ids) for task in TASKS if task != "ner"
+                                          for as_ids in (False, True) if not (task == "sts" and as_ids)])
+def test_hf_predict_results_score_as_jsonl(tmp_path, task, as_ids):
+    expected = jsonl_score(tmp_path, task)
+    path = hf_predict_results(tmp_path / f"predict_results_{task}.txt", task, predicted_values(task), as_ids)
+    assert api.score(task, sample_file(task), path, log=api.quiet) == expected
+    assert expected[api.task_spec(task).headline[0]] not in (None, 0.0, 100.0)
+
+
+@pytest.mark.parametrize("spaces", [False, True], ids=["no-space-tags", "every-character"])
+def test_hf_ner_predictions_txt_scores_as_jsonl(tmp_path, spaces):
+    expected = jsonl_score(tmp_path, "ner")
+    path = hf_ner_predictions(tmp_path / "predictions.txt", "ner", predicted_values("ner"), spaces)
+    said = []
+    assert api.score("ner", sample_file("ner"), path, log=said.append) == expected
+    assert said == [f"{path}: read as {prediction_formats.DESCRIBED['ner-lines']}, 100 predictions"]
+    assert 0 < expected["entity_macro_f1"] < 100
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_json_array_and_tables_score_as_jsonl(tmp_path, task):
+    expected = jsonl_score(tmp_path, task)
+    values = predicted_values(task)
+    guids = [record.guid for record in sample_records(task)]
+    shown = [" ".join(value) if task == "ner" else value for value in values]
+    write_json(tmp_path / "array.json", values)
+    write_json(tmp_path / "objects.json", [{"id": guid, "prediction": value} for guid, value in zip(guids, values)])
+    for name, delimiter in (("table.csv", ","), ("table.tsv", "\t")):
+        with open(tmp_path / name, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle, delimiter=delimiter)
+            writer.writerow(["guid", "prediction"])
+            # written in reverse: the guid column, not the order, ties a row to its record
+            writer.writerows(reversed(list(zip(guids, shown))))
+    for name in ("array.json", "objects.json", "table.csv", "table.tsv"):
+        assert api.score(task, sample_file(task), tmp_path / name, log=api.quiet) == expected, name
+
+
+def test_nli_in_korean_words_and_csv_by_index(tmp_path):
+    expected = jsonl_score(tmp_path, "nli")
+    korean = {english: word for word, english in prediction_formats.KOREAN_LABELS["nli"].items()}
+    values = predicted_values("nli")
+    rows = [f"{index},{korean[value]}" for index, value in enumerate(values)]
+    (tmp_path / "answers.csv").write_text("index,label\n" + "\n".join(reversed(rows)) + "\n", encoding="utf-8")
+    assert api.score("nli", sample_file("nli"), tmp_path / "answers.csv", log=api.quiet) == expected
+
+
+def test_the_cli_says_which_format_it_read_and_a_flag_forces_one(tmp_path):
+    path = hf_predict_results(tmp_path / "predict_results_ynat.txt", "ynat", predicted_values("ynat"))
+    result = CliRunner().invoke(main, ["score", "ynat", "--gold", str(sample_file("ynat")), "--predictions",
+                                       str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert f"{path}: read as a Hugging Face predict_results file" in result.stderr
+    assert json.loads(result.stdout)["metrics"]["macro_f1"] == pytest.approx(jsonl_score(tmp_path, "ynat")["macro_f1"])
+    message = refused("score", "ynat", "--gold", str(sample_file("ynat")), "--predictions", str(path),
+                      "--predictions-format", "json-array")
+    assert str(path) in message and "JSON" in message
+
+
+@pytest.mark.parametrize("content, where, expected", [
+    ("index\tprediction\n0\t경제\n1\t경졔\n", "line 3", "'경졔' is not a class of YNAT"),
+    ("index\tprediction\n0\t7\n", "line 2", "class id 7 is outside the 7 classes"),
+    ("index\tprediction\n0\t경제\n0\t경제\n", None, "index 1 is missing"),
+    ("index\tprediction\n0\t경제\n", None, "1 predictions without guids for 100 gold records"),
+    ("guid,topic\nynat-v1_dev_00000,경제\n", "line 1", "expected a column named prediction"),
+    ("guid,prediction\nynat-v1_dev_00000\n", "line 2", "1 fields for the header's 2"),
+])
+def test_a_wrong_file_is_one_error_naming_file_line_and_expectation(tmp_path, content, where, expected):
+    path = tmp_path / "predictions.txt"
+    path.write_text(content, encoding="utf-8")
+    message = refused("score", "ynat", "--gold", str(sample_file("ynat")), "--predictions", str(path))
+    assert message.startswith("Error:") and str(path) in message and expected in message
+    assert where is None or where in message
+
+
+def test_sts_text_that_is_not_a_number_is_refused(tmp_path):
+    path = tmp_path / "predict_results_sts.txt"
+    path.write_text("index\tprediction\n0\tsimilar\n", encoding="utf-8")
+    message = refused("score", "sts", "--gold", str(sample_file("sts")), "--predictions", str(path))
+    assert "line 2" in message and "'similar' is not a number" in message
+
+
+def test_ner_lines_of_the_wrong_length_name_the_sentence(tmp_path):
+    values = predicted_values("ner")
+    values[4] = values[4][:-3]  # as a truncating max_seq_length would cut it
+    path = hf_ner_predictions(tmp_path / "predictions.txt", "ner", values, spaces=True)
+    message = refused("score", "ner", "--gold", str(sample_file("ner")), "--predictions", str(path))
+    assert str(path) in message and sample_records("ner")[4].guid in message
+
+
+def test_a_text_file_that_is_no_known_format_lists_what_is_read(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("the model did well\n", encoding="utf-8")
+    message = refused("score", "nli", "--gold", str(sample_file("nli")), "--predictions", str(path))
+    assert "predict_results" in message and "CSV" in message
