@@ -15,6 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from baselines.runner.registry import TASK_CODES, get_task
+from baselines.runner.results import PROTOCOLS
+from helpers import shared_folder
 import quoted_figures
 
 REPO = Path(__file__).resolve().parents[1]
@@ -172,3 +174,16 @@ def test_the_docs_site_builds_offline(tmp_path):
     assert "api.class_model" in (site / "lessons" / "04-ner-entities.html").read_text(encoding="utf-8")
     assert "klue-baselines train" in (site / "reference" / "cli.html").read_text(encoding="utf-8")
     assert "class_model" in (site / "reference" / "api.html").read_text(encoding="utf-8")
+
+
+def test_every_protocol_in_results_is_one_that_the_protocol_tables_define():
+    recorded = {match for path in (REPO / "results").rglob("*.json")
+                for match in re.findall(r'"protocol": "([^"]*)"', path.read_text(encoding="utf-8"))}
+    assert recorded and recorded <= set(PROTOCOLS), recorded - set(PROTOCOLS)
+
+
+def test_the_data_readme_names_only_protocols_of_ours():
+    data_readme = shared_folder("klue", "the data README's protocol table") / "README.md"
+    table = data_readme.read_text(encoding="utf-8").split("## Evaluation protocols", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"\| `([a-z+-]+)` \|", table))
+    assert named and named <= set(PROTOCOLS), named - set(PROTOCOLS)

@@ -29,12 +29,12 @@ from baselines import api
 
 from baselines.bench import determinism, reproduce
 
-from baselines.data import hf
+from baselines.data import sources
 
 from baselines.runner import evaluate as evaluation, persistence, results
 from baselines.runtime import provenance
 from baselines.cli import main
-from baselines.data.fileio import DataError, atomic_output, write_json_atomic, write_jsonl_atomic
+from baselines.data.fileio import DataError, atomic_output, file_sha256, write_json_atomic, write_jsonl_atomic
 from baselines.data.sources import official_manifest, sample_dir
 from baselines.models.estimators import TrainingDataError
 from baselines.runner.persistence import ModelFileError, load_model, read_metadata
@@ -42,7 +42,7 @@ from baselines.runner.registry import TASK_CODES, get_task
 from baselines.tasks import ner as ner_task
 from features.analysis import MorphemeAnalyzer
 from features.cache import AnalysisCache, CacheWarning
-from helpers import cli, json_records, refused, sample_file
+from helpers import cli, json_records, refused, sample_file, write_json
 
 
 def write_lines(path: Path, rows: list) -> Path:
@@ -1155,23 +1155,47 @@ def test_conllu_heads_take_ascii_digits_only_and_a_tree_has_one_root(tmp_path):
     assert f"sent_id {records[0].guid}" in error and "are all attached to the root (HEAD 0): a tree has one" in error
 
 
-def test_protocols_are_named_from_what_was_read_not_from_file_names(tmp_path, monkeypatch):
+def test_protocols_are_named_from_the_bytes_not_from_names_or_record_counts(tmp_path, monkeypatch):
     spec = get_task("ynat")
-    dev_rows = json_records("ynat")
-    named_as_official = tmp_path / spec.dev_file
-    write_json_atomic(named_as_official, dev_rows)  # the sample's 100 titles under the official dev name
-    assert evaluation.protocol_name(spec, 0, None, None, named_as_official, len(dev_rows)) == "official-partial-dev"
-    train = tmp_path / spec.train_file
-    write_json_atomic(train, json_records("ynat", "train"))
-    assert evaluation.protocol_name(spec, 0, train, 300, named_as_official, 100) == "official-partial-train-partial-dev"
-    # Every record of the split, under any name (a Hugging Face export), is the whole split.
-    monkeypatch.setitem(hf.SCHEMAS["ynat"].split_sizes, "dev", len(dev_rows))
-    export = tmp_path / "validation.jsonl"
-    export.write_text("", encoding="utf-8")
-    assert evaluation.protocol_name(spec, 0, None, None, export, len(dev_rows)) == "official"
+    named_as_official = write_json(tmp_path / spec.dev_file, json_records("ynat"))
+    train = write_json(tmp_path / spec.train_file, json_records("ynat", "train"))
+    dev_file, train_file = evaluation.describe_file(named_as_official), evaluation.describe_file(train)
+    assert dev_file["origin"] == "custom" and evaluation.protocol_name(spec, 0, train_file, dev_file) == "custom"
+    # Listed as derivations of the official files (as an export of exactly the official records would be):
+    # whole, they make the official protocol; a listed part of train makes official-partial-train; a listed
+    # part of dev is scored under a protocol only by cross-fitting.
+    listed = {entry["sha256"]: sources.DerivedFile(official, 1, entry["sha256"], 1, part, "a test copy")
+              for entry, official, part in ((train_file, spec.train_file, False), (dev_file, spec.dev_file, False))}
+    monkeypatch.setattr(sources, "derived_manifest", lambda: listed)
+    train_file, dev_file = evaluation.describe_file(train), evaluation.describe_file(named_as_official)
+    assert (train_file["origin"], train_file["official_name"]) == ("derived", spec.train_file)
+    assert evaluation.protocol_name(spec, 0, train_file, dev_file) == "official"
+    assert evaluation.protocol_name(spec, 0, train_file, dev_file, train_records=300) == "official-partial-train"
+    assert evaluation.protocol_name(spec, 0, {**train_file, "part": True}, dev_file) == "official-partial-train"
+    assert evaluation.protocol_name(spec, 0, train_file, {**dev_file, "part": True}) == "custom"
+    assert evaluation.protocol_name(spec, 5, None, {**dev_file, "part": True}) == "dev-crossfit"
+    # The dev file's bytes given as training data stand for no training file.
+    assert evaluation.protocol_name(spec, 0, dev_file, dev_file) == "custom"
     code, output = cli("run", "ynat", "--model", "trivial", "--train", sample_file("ynat", "train"), "--dev",
-                       named_as_official, "--results-dir", tmp_path / "results")
+                       sample_file("ynat"), "--results-dir", tmp_path / "results")
     assert code == 0 and "sample" in output  # the sample's bytes, however named, stay the sample
+
+
+def test_a_modified_dev_file_is_recorded_custom_with_its_sha256_everywhere(tmp_path):
+    rows = json_records("nli")
+    rows[0]["gold_label"] = "neutral" if rows[0]["gold_label"] != "neutral" else "entailment"
+    modified = write_json(tmp_path / "klue-nli-v1.1_dev.json", rows)
+    train = write_json(tmp_path / "klue-nli-v1.1_train.json", json_records("nli", "train")[:-1])  # not the sample
+    code, output = cli("run", "nli", "--model", "trivial", "--train", train, "--dev", modified,
+                       "--results-dir", tmp_path / "results")
+    assert code == 0, output
+    assert [line.split()[-1] for line in output.splitlines() if line.startswith("nli ")] == ["custom"]
+    record = json.loads((tmp_path / "results" / "nli.json").read_text(encoding="utf-8"))["runs"]["trivial"]
+    assert record["protocol"] == "custom"
+    dev = next(entry for entry in record["files"] if entry["path"] == str(modified))
+    assert (dev["origin"], dev["records"], dev["sha256"]) == ("custom", len(rows), file_sha256(modified))
+    readme = (tmp_path / "results" / "README.md").read_text(encoding="utf-8")
+    assert "| custom † |" in readme and "| custom | a train or dev file that is neither" in readme
 
 
 def test_a_misspelt_or_capitalised_task_name_is_found_before_any_file():

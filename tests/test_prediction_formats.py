@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from baselines import api
 from baselines.cli import main
 from baselines.data import hf, prediction_formats
-from tests.helpers import refused, sample_file, sample_records, write_json
+from helpers import refused, sample_file, sample_records, write_json
 
 TASKS = ("ynat", "nli", "sts", "ner", "re")
 # RE's AUPRC needs class probabilities, which these files do not carry: the warning that says so is expected.

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from baselines.data import hf
-from baselines.data.fileio import DataError, parse_json_text, read_text
+from baselines.data.fileio import DataError, parse_json_text
 
 AUTO = "auto"
 # --predictions-format choices; `auto` detects, the others force one reading.

@@ -36,6 +36,28 @@ def official_manifest() -> dict[str, OfficialFile]:
     return {row["file"]: OfficialFile(row["file"], int(row["bytes"]), row["sha256"], row["url"]) for row in rows}
 
 
+@dataclass(frozen=True)
+class DerivedFile:
+    """A file that is not an official file's bytes but is known to hold its records, whole or a listed part
+    (derived_files.tsv): a reconstruction, an export in the official layout, the prefix copies of the data
+    README. Its scores are recorded under the official protocols, each file's derivation beside them."""
+    official_name: str
+    size: int
+    sha256: str
+    records: int
+    part: bool  # a part of the official file's records, not all of them
+    derivation: str
+
+
+@functools.cache
+def derived_manifest() -> dict[str, DerivedFile]:
+    """sha256 -> the listed derivation of an official file (see DerivedFile), shipped with the package."""
+    text = resources.files("baselines").joinpath("data/derived_files.tsv").read_text(encoding="utf-8")
+    return {row["sha256"]: DerivedFile(row["file"], int(row["bytes"]), row["sha256"], int(row["records"]),
+                                       row["part"] == "part", row["derivation"])
+            for row in csv.DictReader(text.splitlines(), delimiter="\t")}
+
+
 def sample_dir() -> Path:
     """The small KLUE sample shipped inside the package (CC BY-SA 4.0, see its NOTICE)."""
     return Path(str(resources.files("baselines").joinpath("sample")))

@@ -47,19 +47,32 @@ class Stopwatch:
 
 
 def describe_file(path: Path, records: int | None = None) -> dict:
-    """Name, sha256, record count, and whether the file is byte-identical to the official file of its
-    name (None when its name is not an official one). A save_to_disk folder's sha256 is over its files'
-    names and sha256s, in name order."""
+    """Name, sha256, record count, and where the bytes come from: `origin` is 'official' (an official file's
+    sha256; `official_name` says which), 'derived' (a listed derivation of one, sources.derived_manifest:
+    `official_name`, `part` and `derivation` say what it holds) or 'custom' (anything else: a filtered,
+    perturbed or subsampled copy, an unlisted export). `identical_to_official` compares with the official file
+    of the same name (None when the name is not an official one). A save_to_disk folder's sha256 is over its
+    files' names and sha256s, in name order."""
     if path.is_dir():
         sha256 = hashlib.sha256("".join(f"{p.name}\0{file_sha256(p)}\n" for p in sorted(path.iterdir())
                                         if p.is_file()).encode()).hexdigest()
     else:
         sha256 = file_sha256(path)
-    official = sources.official_manifest().get(path.name.replace("-v1_", "-v1.1_"))
+    manifest = sources.official_manifest()
+    official = manifest.get(path.name.replace("-v1_", "-v1.1_"))
     described = {"path": str(path), "name": path.name, "sha256": sha256,
                  "identical_to_official": None if official is None else official.sha256 == sha256}
     if records is not None:
         described["records"] = records
+    same_bytes = next((entry.name for entry in manifest.values() if entry.sha256 == sha256), None)
+    derived = sources.derived_manifest().get(sha256)
+    if same_bytes is not None:
+        described.update(origin="official", official_name=same_bytes)
+    elif derived is not None:
+        described.update(origin="derived", official_name=derived.official_name, part=derived.part,
+                         derivation=derived.derivation)
+    else:
+        described["origin"] = "custom"
     return described
 
 
@@ -91,27 +104,29 @@ def _as_json(value: Any) -> Any:
     return value
 
 
-def is_partial(path: Path, task: TaskSpec, official_name: str, records: int) -> bool:
-    """Whether a file holds fewer records than the official split it stands for, judged from what was read,
-    not from its name ('klue-ner-v1.1_train.tsv' holding 100 sentences, or the first 100 dev records passed
-    as --dev). A copy with every record but other bytes (the YNAT and STS training files of ../shared/klue
-    lack some fields) is whole, as the data README's protocols have it; whether its bytes are the official
-    ones is recorded beside it (describe_file's identical_to_official)."""
-    split = "train" if official_name == task.train_file else "dev"
-    return records != hf.SCHEMAS[task.code].split_sizes.get(split)
+def stands_for(described: dict, official_name: str | None) -> bool:
+    """Whether a described file (describe_file) holds the official records of `official_name`, whole or a
+    listed part: its bytes are that official file's or a listed derivation of it. A record count is never
+    enough, nor a name: the official dev file passed as --train stands for no training file."""
+    return (official_name is not None and described.get("origin") in ("official", "derived")
+            and described.get("official_name") == official_name)
 
 
-def protocol_name(task: TaskSpec, cv: int, train: Path | None, train_records: int | None = None,
-                  dev: Path | None = None, dev_records: int | None = None) -> str:
-    """The protocol names of the data README (official, official-partial-train, dev-crossfit, ...), from the
-    record counts of the files that were read. Without cross-fitting, a dev file that is not the whole dev
-    split adds '-partial-dev'."""
-    partial = (train is not None and task.train_file is not None and train_records is not None
-               and is_partial(train, task, task.train_file, train_records))
+def protocol_name(task: TaskSpec, cv: int, train: dict | None, dev: dict, train_records: int | None = None) -> str:
+    """The protocol of a run from its described files (describe_file): one of results.PROTOCOLS. A file that
+    is not the official bytes or a listed derivation of the file it stands for makes the run `custom`; so does
+    a listed part of the dev file scored without cross-fitting (no protocol scores part of dev that way).
+    Training on part of the official records (a listed prefix, or fewer records than the file holds, as a
+    learning curve does) is `official-partial-train`."""
+    if (train is not None and not stands_for(train, task.train_file)) or not stands_for(dev, task.dev_file):
+        return "custom"
+    whole = hf.SCHEMAS[task.code].split_sizes.get("train")
+    partial = train is not None and (train.get("part", False) or (
+        train_records is not None and whole is not None and train_records < whole))
     if not cv:
-        partial_dev = dev is not None and dev_records is not None and is_partial(dev, task, task.dev_file,
-                                                                                 dev_records)
-        return ("official-partial-train" if partial else "official") + ("-partial-dev" if partial_dev else "")
+        if dev.get("part", False):
+            return "custom"
+        return "official-partial-train" if partial else "official"
     if train is None:
         return "dev-crossfit"
     return "partial-train+dev-crossfit" if partial else "train+dev-crossfit"
@@ -291,15 +306,15 @@ def run_record(task: TaskSpec, data: TaskData, name: str, model: Any, metrics: d
     """The record that `run` writes to results/<task>.json: what was run on which files (named and hashed),
     its scores, time and memory, and the versions and machine that gave them."""
     train_records, dev_records = records
-    files = [describe_file(data.dev, dev_records)]
-    if data.train:
-        files.insert(0, describe_file(data.train, train_records))
+    train_file = describe_file(data.train, train_records) if data.train else None
+    dev_file = describe_file(data.dev, dev_records)
+    files = [entry for entry in (train_file, dev_file) if entry is not None]
     files.extend(describe_file(path) for path in data.extras.values())
     return {
         "task": task.code,
         "model": name,
         "estimator": type(model).__name__,
-        "protocol": _protocol(task, data, cv, saved, train_records, dev_records),
+        "protocol": _protocol(task, data, cv, saved, train_file, dev_file, train_records),
         "cv_folds": cv,
         "data_source": data.source,
         "sample": data.is_sample,
@@ -332,11 +347,13 @@ def _headline(task: TaskSpec, metrics: dict[str, float]) -> dict[str, float | No
     return jsonable_scores({key: metrics[key] for key in task.headline if key in metrics}, 4)
 
 
-def _protocol(task: TaskSpec, data: TaskData, cv: int, saved_model: bool, train_records: int,
-              dev_records: int) -> str:
+def _protocol(task: TaskSpec, data: TaskData, cv: int, saved_model: bool, train_file: dict | None, dev_file: dict,
+              train_records: int) -> str:
     if data.is_sample:
         return "sample" + ("-crossfit" if cv else "")
-    return "saved-model" if saved_model else protocol_name(task, cv, data.train, train_records, data.dev, dev_records)
+    if saved_model:
+        return "saved-model" if stands_for(dev_file, task.dev_file) and not dev_file.get("part") else "custom"
+    return protocol_name(task, cv, train_file, dev_file, train_records)
 
 
 def _jsonable_params(model) -> dict:

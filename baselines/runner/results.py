@@ -16,6 +16,7 @@ except ImportError:  # Windows
     fcntl = None
 
 from baselines.runner import plots
+from baselines.data import sources
 from baselines.data.fileio import DataError, atomic_output, read_json, write_json_atomic
 from baselines.runtime.provenance import code_version
 from baselines.runner.registry import all_tasks
@@ -36,41 +37,54 @@ ANCHORS = {
 }
 
 
-# What each protocol name (evaluate.protocol_name) means. Only `official` is the design of published numbers
-# (which are test scores: ours are dev scores either way).
+# What each protocol name (evaluate.protocol_name) means: every name a record can hold, and only these (a test
+# holds results/ to them). Only `official` is the design of published numbers (which are test scores: ours are
+# dev scores either way).
 PROTOCOLS = {
     "official": "train on the whole official train file, score the whole official dev file",
-    "official-partial-train": "train on part of the official train file (its record count is in the row's JSON), "
-                              "score the whole dev file",
+    "official-partial-train": "train on part of the official train file (a listed prefix copy, or a share of the "
+                              "file: its record count is in the row's JSON), score the whole dev file",
     "train+dev-crossfit": "K-fold cross-fitting over the dev file: each fold is predicted by a model trained on the "
                           "train file plus the other dev folds; all dev predictions are scored together",
     "partial-train+dev-crossfit": "as train+dev-crossfit, with part of the official train file",
     "dev-crossfit": "K-fold cross-fitting over the dev file alone (folds split by passage or dialogue where records "
                     "share one): each fold is predicted by a model trained on the other folds",
+    "custom": "a train or dev file that is neither an official file's bytes nor a listed derivation of them (a "
+              "filtered, perturbed or subsampled copy, an unlisted export), or a listed part of dev scored without "
+              "cross-fitting: the row names each file with its sha256 and record count; not an official-data score",
+    "saved-model": "a model file scored on the whole official dev file; how it was trained is the model's own",
+    "sample": "the small sample shipped with the package: a check that the code runs, not a KLUE score",
+    "sample-crossfit": "cross-fitting over the shipped sample: a check that the code runs, not a KLUE score",
 }
-PARTIAL_DEV = "-partial-dev"  # a suffix: scored on part of the dev file
 
 
 def protocol_meaning(protocol: str) -> str:
-    """A protocol name in words (PROTOCOLS, and the -partial-dev suffix)."""
-    base = protocol[:-len(PARTIAL_DEV)] if protocol.endswith(PARTIAL_DEV) else protocol
-    meaning = PROTOCOLS.get(base, "not one of this project's protocols")
-    return meaning + ("; scored on part of the dev file only" if base != protocol else "")
+    """A protocol name in words (PROTOCOLS)."""
+    return PROTOCOLS.get(protocol, "not one of this project's protocols")
 
 
 def comparable(run: dict) -> bool:
     """Whether a run follows the design of published KLUE numbers: the official protocol, on files with the
-    official records (a reconstructed copy counts; see protocol_cell)."""
+    official records (a listed reconstruction counts; see protocol_cell)."""
     return run.get("protocol") == "official"
+
+
+def reconstructed_files(run: dict | None) -> list[tuple[str, str]]:
+    """(name, derivation) of each file of a run that holds every record of an official file without being its
+    bytes: a listed whole derivation (sources.derived_manifest), looked up by the sha256 that the row keeps."""
+    listed = sources.derived_manifest()
+    return [(entry.get("name", ""), listed[entry["sha256"]].derivation) for entry in (run or {}).get("files", [])
+            if entry.get("sha256") in listed and not listed[entry["sha256"]].part]
 
 
 def protocol_cell(run: dict | None) -> str:
     """A run's protocol for a table: '†' after one that published numbers do not follow (partial files, dev
-    cross-fitting), '‡' after one whose files hold the official records but are not the official bytes."""
+    cross-fitting, custom files), '‡' after one whose files hold the official records but are not the official
+    bytes (a listed derivation; the table's notes say which and how)."""
     if not run:
         return "-"
     marks = "" if comparable(run) else " †"
-    if any(entry.get("identical_to_official") is False for entry in run.get("files", [])):
+    if reconstructed_files(run):
         marks += " ‡"
     return f"{run.get('protocol', '-')}{marks}"
 
@@ -254,9 +268,9 @@ HEADER = ["task", "metric", "trivial floor (dev)", "klue-baselines (dev)", "mBER
           "KLUE-RoBERTa-large (test)", "protocol"]
 TABLE_NOTES = [
     "Ours and the floors are scores on the KLUE v1.1 dev files; the anchors are the published test-set scores of "
-    "neural models (KLUE README). † marks a protocol that published numbers do not follow (part of a file, or "
-    "cross-fitting over dev): not comparable with them. ‡ marks files that hold the official records but not its "
-    "exact bytes (a reconstructed copy; each file's sha256 is in the row's JSON).",
+    "neural models (KLUE README). † marks a protocol that published numbers do not follow (part of a file, "
+    "cross-fitting over dev, or custom files): not comparable with them. ‡ marks files that hold every official "
+    "record but not the official bytes: listed derivations, named below (each file's sha256 is in the row's JSON).",
     "KLUE publishes DP as UAS and LAS without saying micro or macro: its anchors stand beside the micro rows "
     "(attachment accuracy), and the macro rows have none.",
     f"{UNDEFINED}: the metric is undefined for that run, as in the official code: Pearson r of a constant "
@@ -264,6 +278,18 @@ TABLE_NOTES = [
     "it calls every pair dissimilar and its F1 is 0; calling every pair similar would score F1 59.54 on dev, but a "
     "floor fitted on train does not do that.",
 ]
+
+
+def table_notes(runs_by_task: dict[str, dict], notes: Sequence[str] = tuple(TABLE_NOTES)) -> list[str]:
+    """The notes under the headline table: the first of `notes`, which files the ‡ rows were read from and how
+    they were derived, then the rest of `notes`."""
+    shown = {}
+    for entry in headline_runs(runs_by_task):
+        for name, derivation in reconstructed_files(entry["ours_run"] or entry["floor_run"]):
+            shown.setdefault(derivation, {}).setdefault(entry["task"].upper(), set()).add(name)
+    derived = ["‡ " + "; ".join(f"{task}: {', '.join(sorted(names))}" for task, names in by_task.items())
+               + f": {derivation}." for derivation, by_task in shown.items()]
+    return [*notes[:1], *derived, *notes[1:]]
 
 
 def markdown_table(rows: list[list[str]]) -> str:
@@ -501,7 +527,7 @@ def regenerate_readme(results_dir: Path) -> Path:
         "",
         markdown_table(table_rows(runs_by_task)),
         "",
-        *[line for note in TABLE_NOTES for line in (note, "")],
+        *[line for note in table_notes(runs_by_task) for line in (note, "")],
         *protocol_section(runs_by_task),
         "## How each row was produced",
         "",
@@ -530,7 +556,7 @@ def regenerate_readme(results_dir: Path) -> Path:
     if not any(record.get("sample") for runs in runs_by_task.values() for record in runs.values()):
         # Only tables of KLUE results go into the project's pages; sample scores stay in their own folder.
         pages, rows = project_pages(results_dir.resolve().parent), table_rows(runs_by_task)
-        update_pages(pages, markdown_table(rows) + "\n\n" + "\n\n".join(TABLE_NOTES[:2]))
+        update_pages(pages, markdown_table(rows) + "\n\n" + "\n\n".join(table_notes(runs_by_task, TABLE_NOTES[:2])))
         for code in runs_by_task:  # each task's page: its own rows
             update_pages([page for page in pages if page.name == f"{code}.md" and page.parent.name == "tasks"],
                          markdown_table([row for row in rows if row[0] == code]), (TASK_START, TASK_END))
