@@ -570,7 +570,7 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
                 log(f"{code}: figure written to {path}")
         folder = results.destination(results_dir, data.is_sample)
         if folder is not None:
-            log(f"{code}: recorded in {results.record_run(folder, record)}")
+            log(f"{code}: recorded in {results.record_run(folder, record, predictions)}")
     folder = results.destination(results_dir, any(data.is_sample for data in task_data.values()))
     if plots_dir is not None and results.chart_rows(_runs_by_task(folder or records)):
         log(f"results chart written to {results_figure(folder or records, plots_dir)}")

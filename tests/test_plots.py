@@ -172,13 +172,21 @@ def test_the_results_tables_can_be_cited(tmp_path):
     from baselines import __version__
     runs = api.results.all_runs(REPO / "results")
     table = api.results.markdown_table(api.results.table_rows(runs))
-    assert "klue-baselines (dev)" in table and "mBERT-base (test)" in table and "KLUE-RoBERTa-large (test)" in table
+    assert "default (dev)" in table and "fast (dev)" in table and "(test)" not in table
+    anchors = api.results.anchor_section(runs)
+    assert "mBERT-base (test)" in anchors and "KLUE-RoBERTa-large (test)" in anchors and "(dev)" not in anchors
     rows = {(row[0], row[1]): row for row in api.results.table_rows(runs)}
     assert rows["nli", "accuracy"][-1] == "official"
     assert rows["mrc", "exact_match"][-1].endswith("†") and rows["ner", "char_macro_f1"][-1].endswith("†")
     copied = runs["ynat"]["tfidf-lr"]["files"][0]["identical_to_official"] is False
     assert rows["ynat", "macro_f1"][-1].endswith("‡") == copied
-    assert rows["dp", "uas_micro_f1"][4] == "90.30" and rows["dp", "uas_macro_f1"][4:6] == ["-", "-"]
+    tested = {(row[0], row[1]): row for row in api.results.anchor_rows(runs)}
+    assert tested["dp", "uas_micro_f1"][2] == "90.30" and tested["dp", "uas_macro_f1"][2:] == ["-", "-"]
+    for (task, metric), row in rows.items():  # every recorded row shows n, its scores and their intervals
+        default, fast = runs[task][api.task_spec(task).default_model], runs[task].get("fast")
+        assert row[2] == f"{default['dev_records']:,}" and row[4] != "-" and row[6] != "-", row
+        assert row[5] == "-" if default["intervals"][metric] is None else row[5].startswith("["), row
+        assert fast is None or row[7].startswith("[") or fast["intervals"][metric] is None, row
     written = (REPO / "results" / "README.md").read_text(encoding="utf-8")
     assert "protocols: ../shared" not in written and "## Protocols" in written and "Written on " in written
     for protocol in {row[-1].split()[0] for row in rows.values()}:

@@ -11,7 +11,9 @@ from click.testing import CliRunner
 from baselines import api
 from baselines.cli import main
 from baselines.data import hf, prediction_formats
-from helpers import refused, sample_file, sample_records, write_json
+from baselines.data.fileio import file_sha256
+from baselines.errors import InputWarning
+from helpers import cli as cli_quiet, refused, sample_file, sample_records, write_json
 
 TASKS = ("ynat", "nli", "sts", "ner", "re")
 # RE's AUPRC needs class probabilities, which these files do not carry: the warning that says so is expected.
@@ -168,3 +170,33 @@ def test_a_text_file_that_is_no_known_format_lists_what_is_read(tmp_path):
     path.write_text("the model did well\n", encoding="utf-8")
     message = refused("score", "nli", "--gold", str(sample_file("nli")), "--predictions", str(path))
     assert "predict_results" in message and "CSV" in message
+
+
+def test_runs_that_begin_with_inside_tags_are_counted_in_a_warning_and_not_scored(tmp_path):
+    values = predicted_values("ner")
+    records = sample_records("ner")
+    changed = [index for index, tags in enumerate(values) if "B-PS" in tags][:2]
+    for index in changed:  # B-PS -> I-PS: an entity that begins with I-, as a lenient tagger may write it
+        values[index] = ["I-PS" if tag == "B-PS" else tag for tag in values[index]]
+    path = write_jsonl(tmp_path / "lenient.jsonl", "ner", values)
+    orphans = sum(values[index].count("I-PS") - records[index].tags.count("I-PS") for index in changed)
+    with pytest.warns(InputWarning, match=rf"ner: {orphans} predicted runs in 2 sentences begin with I- without "
+                                          rf"a B- \(invalid IOB2; first in {records[changed[0]].guid}\)"):
+        lenient = api.score("ner", sample_file("ner"), path, log=api.quiet)
+    assert lenient["entity_f1/PS"] < jsonl_score(tmp_path, "ner")["entity_f1/PS"]  # not repaired into entities
+
+
+@pytest.mark.parametrize("task", ["ynat", "ner"])
+def test_a_recorded_row_ships_its_dev_predictions_which_score_to_its_numbers(tmp_path, task):
+    code, output = cli_quiet("run", task, "--model", "trivial", "--results-dir", tmp_path / "results")
+    assert code == 0, output
+    record = json.loads((tmp_path / "results" / f"{task}.json").read_text(encoding="utf-8"))["runs"]["trivial"]
+    shipped = tmp_path / "results" / record["predictions"]["file"]
+    assert shipped.name == f"{task}-trivial.jsonl.gz" and shipped.read_bytes()[:2] == b"\x1f\x8b"
+    assert record["predictions"]["sha256"] == file_sha256(shipped) and record["predictions"]["rows"] == 100
+    rescored = api.score(task, sample_file(task), shipped, log=api.quiet)
+    assert {key: round(value, 6) for key, value in rescored.items()} == record["metrics"]
+    assert record["dev_records"] == 100 and set(record["intervals"]) >= set(record["headline"])
+    first = shipped.read_bytes()
+    cli_quiet("run", task, "--model", "trivial", "--results-dir", tmp_path / "results")
+    assert shipped.read_bytes() == first  # no time in the gzip header: the same predictions, the same bytes

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import gzip
 import hashlib
 import json
 import errno
@@ -11,9 +12,10 @@ import re
 import stat
 import tempfile
 import warnings
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from features.characters import LONE_SURROGATE, without_lone_surrogates
 from baselines.errors import caller_stacklevel, DataError, InputWarning
@@ -93,10 +95,42 @@ def read_json(path: Path) -> Any:
     return parse_json_text(read_text(path), path)
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+GUNZIPPED_LIMIT = 1 << 30  # a compressed prediction file may hold at most 1 GiB of text: no gzip bomb fills memory
+
+
+def is_gzip(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(2) == GZIP_MAGIC
+
+
+def read_text_or_gzip(path: Path) -> str:
+    """read_text, or the UTF-8 text inside a gzip file (as results/ keeps its predictions), read up to
+    GUNZIPPED_LIMIT bytes."""
+    if path.is_dir() or not is_gzip(path):
+        return read_text(path)
+    try:
+        with gzip.open(path, "rb") as handle:
+            data = handle.read(GUNZIPPED_LIMIT + 1)
+    except (OSError, EOFError, zlib.error) as error:
+        raise DataError(path, None, f"not a readable gzip file ({error})") from None
+    if len(data) > GUNZIPPED_LIMIT:
+        raise DataError(path, None, f"holds more than {GUNZIPPED_LIMIT >> 30} GiB of text once decompressed")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise DataError(path, f"byte {error.start} of the decompressed text", "not UTF-8 text") from None
+
+
 def read_jsonl(path: Path) -> list[tuple[int, dict]]:
     """The JSON objects of a JSON Lines file with their line numbers (blank lines are skipped)."""
+    return jsonl_rows(read_text(path), path)
+
+
+def jsonl_rows(text: str, path: Path) -> list[tuple[int, dict]]:
+    """The JSON objects of JSON Lines text read from `path`, with their line numbers (blank lines skipped)."""
     rows = []
-    for number, line in enumerate(read_text(path).split("\n"), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         row = parse_json_text(line, path, f"line {number}")
@@ -109,16 +143,21 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
 def looks_like_jsonl(path: Path) -> bool:
     """True when the first non-blank character starts an object that ends on its own line."""
     with open(path, encoding="utf-8-sig", errors="replace") as handle:
-        for line in handle:
-            stripped = line.strip()
-            if stripped:
-                if not stripped.startswith("{"):
-                    return False
-                try:
-                    json.loads(stripped)
-                    return True
-                except (json.JSONDecodeError, RecursionError):
-                    return False
+        return text_looks_like_jsonl(handle)
+
+
+def text_looks_like_jsonl(lines: Iterable[str]) -> bool:
+    """looks_like_jsonl of lines already read."""
+    for line in lines:
+        stripped = line.strip()
+        if stripped:
+            if not stripped.startswith("{"):
+                return False
+            try:
+                json.loads(stripped)
+                return True
+            except (json.JSONDecodeError, RecursionError):
+                return False
     return False
 
 

@@ -89,6 +89,25 @@ def paired_bootstrap(spec: TaskSpec, records: Sequence, predictions_a: Sequence[
         observed = tuple(spec.score(records, rows, resources) for rows in systems)
     if not 1 <= resamples <= MAX_RESAMPLES:
         raise ValueError(f"resamples must be 1 to {MAX_RESAMPLES}, not {resamples}")
+    a_scores, b_scores, units = resampled_scores(spec, records, systems, resources, metrics, resamples, seed, n_jobs,
+                                                 progress)
+    rows = []
+    for column, metric in enumerate(metrics):
+        a_value = float(observed[0].get(metric, np.nan))
+        b_value = float(observed[1].get(metric, np.nan))
+        row = {"metric": metric, "a": a_value, "b": b_value, "difference": b_value - a_value,
+               **interval(b_scores[:, column] - a_scores[:, column], b_value - a_value)}
+        # None, not NaN, where a number is undefined: the result is written as JSON, which has no NaN.
+        rows.append({key: None if isinstance(value, float) and np.isnan(value) else value
+                     for key, value in row.items()})
+    return {"resamples": resamples, "seed": seed, "units": units, "metrics": rows}
+
+
+def resampled_scores(spec: TaskSpec, records: Sequence, systems: tuple[list[dict], list[dict]], resources: dict,
+                     metrics: Sequence[str], resamples: int, seed: int, n_jobs: int = 1,
+                     progress: Callable[[int], None] = lambda done: None) -> tuple[np.ndarray, np.ndarray, int]:
+    """(A's, B's metrics on each resample: resamples x metrics, the number of units drawn from) for systems
+    aligned with the records."""
     units = resampling_units(spec, records)
     scores: list[tuple[list[float], list[float]]] = []
     tallied = tallies_for(spec, records, systems, resources, metrics)
@@ -109,18 +128,23 @@ def paired_bootstrap(spec: TaskSpec, records: Sequence, predictions_a: Sequence[
         for part in Parallel(n_jobs=n_jobs, return_as="generator")(jobs):
             scores.extend(part)
             progress(len(part))
-    a_scores = np.array([a for a, _b in scores])
-    b_scores = np.array([b for _a, b in scores])
-    rows = []
+    return np.array([a for a, _b in scores]), np.array([b for _a, b in scores]), len(units)
+
+
+def score_intervals(spec: TaskSpec, records: Sequence, predictions: Sequence[dict], resources: dict,
+                    metrics: Sequence[str] | None = None, resamples: int = 1000, seed: int = 0) -> dict:
+    """One system's 95 % percentile bootstrap interval per metric (the task's headline by default), units drawn
+    as paired_bootstrap draws them: {'units', 'resamples', 'seed', 'intervals': {metric: [low, high] or None
+    where undefined}}."""
+    metrics = list(metrics or spec.headline)
+    rows = align_predictions(records, list(predictions))
+    scores, _same, units = resampled_scores(spec, records, (rows, rows), resources, metrics, resamples, seed)
+    intervals = {}
     for column, metric in enumerate(metrics):
-        a_value = float(observed[0].get(metric, np.nan))
-        b_value = float(observed[1].get(metric, np.nan))
-        row = {"metric": metric, "a": a_value, "b": b_value, "difference": b_value - a_value,
-               **interval(b_scores[:, column] - a_scores[:, column], b_value - a_value)}
-        # None, not NaN, where a number is undefined: the result is written as JSON, which has no NaN.
-        rows.append({key: None if isinstance(value, float) and np.isnan(value) else value
-                     for key, value in row.items()})
-    return {"resamples": resamples, "seed": seed, "units": len(units), "metrics": rows}
+        defined = np.sort(scores[:, column][~np.isnan(scores[:, column])])
+        tail = math.ceil(TAIL * len(defined))
+        intervals[metric] = None if not len(defined) else [float(defined[tail - 1]), float(defined[len(defined) - tail])]
+    return {"units": units, "resamples": resamples, "seed": seed, "intervals": intervals}
 
 
 def chosen_metrics(spec: TaskSpec, asked: Sequence[str] | None, observed: tuple[dict, dict]

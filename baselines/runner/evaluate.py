@@ -12,8 +12,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from baselines.data import hf, prediction_formats, sources
-from baselines.data.fileio import DataError, file_sha256, looks_like_jsonl, read_jsonl, read_text
+from baselines.data.fileio import DataError, file_sha256, jsonl_rows, read_text_or_gzip, text_looks_like_jsonl
 from baselines.data.locate import TaskData, locate
+from baselines.metrics import significance
 from baselines.errors import UsageError, setting
 from baselines.runner import tuning
 from baselines.runner.build import has_missing, build_model, check_labelled
@@ -24,6 +25,9 @@ from baselines.runtime.provenance import code_version, machine, versions
 from baselines.taskspec import PredictionError, TaskSpec, repeated
 from features import analysis
 
+# Resamples of the 95 % bootstrap interval that each run records beside its headline scores (seed 0; the units
+# are those that `compare` draws).
+INTERVAL_RESAMPLES = 1000
 Predictions = Any  # a prediction file's path, a list of prediction dicts, or MRC's {question_id: answer}
 
 
@@ -201,9 +205,15 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     fold_headline = watch.measure("score", lambda: [
         _headline(task, task.score([dev_records[i] for i in fold], [predictions[i] for i in fold], resources))
         for fold in folds]) if cv else None
+    spread_of_scores = watch.measure("score", lambda: significance.score_intervals(
+        task, dev_records, predictions, resources, resamples=INTERVAL_RESAMPLES))
     with_inputs(task, dev_records, predictions)
     record = run_record(task, data, name, model, metrics, cv=cv, seed=seed, saved=fitted is not None,
                         records=(len(train_records), len(dev_records)), seconds=watch.stages)
+    record["dev_units"] = spread_of_scores["units"]
+    record["intervals"] = {"resamples": INTERVAL_RESAMPLES, "seed": spread_of_scores["seed"], **{
+        metric: None if bounds is None else [round(bound, 4) for bound in bounds]
+        for metric, bounds in spread_of_scores["intervals"].items()}}
     if params:
         record["params"] = params
     if train_fraction != 1:
@@ -316,6 +326,7 @@ def run_record(task: TaskSpec, data: TaskData, name: str, model: Any, metrics: d
         "estimator": type(model).__name__,
         "protocol": _protocol(task, data, cv, saved, train_file, dev_file, train_records),
         "cv_folds": cv,
+        "dev_records": dev_records,
         "data_source": data.source,
         "sample": data.is_sample,
         "metrics": jsonable_scores(metrics, 6),
@@ -389,11 +400,11 @@ def read_predictions_as(task: TaskSpec, path: Path, kind: str = prediction_forma
     if exported is not None:  # parquet or a save_to_disk folder of predictions, as HF users keep them
         exported_kind, rows, features = exported
         return f"hf-{exported_kind}", hf.named_rows(task.code, rows, features, path)
-    text = read_text(path)
+    text = read_text_or_gzip(path)
     if kind == prediction_formats.AUTO:
         kind = prediction_formats.detect(task.code, path, text) or prediction_formats.AUTO
     if kind == "jsonl":
-        return kind, [row for _number, row in read_jsonl(path)]
+        return kind, [row for _number, row in jsonl_rows(text, path)]
     if kind != prediction_formats.AUTO:
         return kind, prediction_formats.read(task.code, path, text, kind)
     try:
@@ -406,11 +417,11 @@ def read_predictions_as(task: TaskSpec, path: Path, kind: str = prediction_forma
         converted = task.prediction_files.from_object(whole)
         if converted is not None:
             return "json-object", converted
-    if not looks_like_jsonl(path):
+    if not text_looks_like_jsonl(text.splitlines()):
         if task.prediction_files.from_file is not None:
             return "task-file", task.prediction_files.from_file(path)
         raise DataError(path, None, f"expected {task.prediction_files.described}, {OTHER_PREDICTION_FORMATS}")
-    return "jsonl", [row for _number, row in read_jsonl(path)]
+    return "jsonl", [row for _number, row in jsonl_rows(text, path)]
 
 
 # What every task reads besides its own formats, for the error that says what was expected.

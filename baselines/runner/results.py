@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import gzip
 import json
 import math
 import os
@@ -17,7 +18,7 @@ except ImportError:  # Windows
 
 from baselines.runner import plots
 from baselines.data import sources
-from baselines.data.fileio import DataError, atomic_output, read_json, write_json_atomic
+from baselines.data.fileio import DataError, atomic_output, file_sha256, read_json, write_json_atomic
 from baselines.runtime.provenance import code_version
 from baselines.runner.registry import all_tasks
 from baselines.errors import SampleOverResults, setting
@@ -147,16 +148,39 @@ def learning_curve_report(record: dict, points: list[dict], command: str | None)
     return report
 
 
-def record_run(results_dir: Path, record: dict) -> Path:
+PREDICTIONS_FOLDER = "predictions"
+
+
+def record_run(results_dir: Path, record: dict, predictions: Sequence[dict] | None = None) -> Path:
     """Store `record` as the task's run for its model (and hyper-parameters given), replacing the previous one.
     A sample run never joins runs on KLUE data: that raises SampleOverResults. The task file is read, changed
-    and written under the results folder's lock, so runs recorded by processes at the same time are all kept."""
+    and written under the results folder's lock, so runs recorded by processes at the same time are all kept.
+    With `predictions` (the dev predictions that were scored), they are kept beside the row, compressed, in
+    predictions/<run file stem>.jsonl.gz, and the row names that file with its sha256 (see
+    write_predictions)."""
     with locked(results_dir):
         if record.get("sample"):
             check_sample_can_be_recorded(results_dir, record["task"])
+        if predictions is not None:
+            record["predictions"] = write_predictions(results_dir, record, predictions)
         data = load_task_results(results_dir, record["task"])
         data["runs"][run_name(record)] = record
         return write_result(results_dir, task_file(results_dir, record["task"]), data)
+
+
+def write_predictions(results_dir: Path, record: dict, predictions: Sequence[dict]) -> dict:
+    """A run's dev predictions as gzipped JSON Lines that `score` and `compare` read: each row without the
+    input and gold that `run --predictions-dir` adds (the dev file holds both), the gzip header without a
+    time, so the same predictions make the same bytes. Returns the row's entry: file, sha256, rows."""
+    path = results_dir / PREDICTIONS_FOLDER / f"{run_file_stem(record)}.jsonl.gz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps({key: value for key, value in row.items() if key not in ("input", "gold")},
+                              ensure_ascii=False, sort_keys=True) + "\n" for row in predictions)
+    with atomic_output(path, "wb", encoding=None) as handle:
+        with gzip.GzipFile(fileobj=handle, mode="wb", filename="", mtime=0, compresslevel=9) as compressed:
+            compressed.write(text.encode("utf-8"))
+    return {"file": path.relative_to(results_dir).as_posix(), "sha256": file_sha256(path),
+            "rows": len(predictions)}
 
 
 def write_result(results_dir: Path, path: Path, data: dict) -> Path:
@@ -223,7 +247,7 @@ def _run_cell(run: dict | None, metric: str) -> str:
 
 
 def headline_runs(runs_by_task: dict[str, dict]) -> list[dict]:
-    """One entry per task and headline metric: its trivial run, our best non-trivial run (None where there is
+    """One entry per task and headline metric: its trivial run, our default and fast runs (None where there is
     no such run) and the published anchors."""
     entries = []
     for task in all_tasks():
@@ -233,16 +257,39 @@ def headline_runs(runs_by_task: dict[str, dict]) -> list[dict]:
         for metric in task.headline:
             mbert, roberta = ANCHORS.get(task.code, {}).get(metric, (None, None))
             entries.append({"task": task.code, "metric": metric, "floor_run": floor, "ours_run": ours,
-                            "mbert": mbert, "roberta": roberta})
+                            "fast_run": runs.get("fast"), "mbert": mbert, "roberta": roberta})
     return entries
 
 
+def _interval_cell(run: dict | None, metric: str) -> str:
+    """A run's 95 % bootstrap interval in the table: '[low, high]'; '-' where the row has none (no run, or
+    recorded before intervals were), 'n/a' where the metric is undefined on the resamples."""
+    if not run or "intervals" not in run or metric not in run["metrics"]:
+        return "-"
+    bounds = run["intervals"].get(metric)
+    return UNDEFINED if bounds is None else f"[{format_score(bounds[0])}, {format_score(bounds[1])}]"
+
+
+def _dev_size(run: dict | None) -> str:
+    """The records of the dev file a run was scored on."""
+    return f"{run['dev_records']:,}" if run and "dev_records" in run else "-"
+
+
 def table_rows(runs_by_task: dict[str, dict]) -> list[list[str]]:
-    """One row per task and headline metric: floor, our best non-trivial model, the anchors."""
-    return [[entry["task"], entry["metric"], _run_cell(entry["floor_run"], entry["metric"]),
-             _run_cell(entry["ours_run"], entry["metric"]),
-             *("-" if anchor is None else format_score(anchor) for anchor in (entry["mbert"], entry["roberta"])),
+    """One row per task and headline metric, all on dev: its size, the floor, our default and fast models
+    with their 95 % intervals, the protocol."""
+    return [[entry["task"], entry["metric"], _dev_size(entry["ours_run"] or entry["floor_run"]),
+             _run_cell(entry["floor_run"], entry["metric"]),
+             _run_cell(entry["ours_run"], entry["metric"]), _interval_cell(entry["ours_run"], entry["metric"]),
+             _run_cell(entry["fast_run"], entry["metric"]), _interval_cell(entry["fast_run"], entry["metric"]),
              protocol_cell(entry["ours_run"] or entry["floor_run"])]
+            for entry in headline_runs(runs_by_task)]
+
+
+def anchor_rows(runs_by_task: dict[str, dict]) -> list[list[str]]:
+    """The published neural scores, each row a task and headline metric: test-set numbers, in their own table."""
+    return [[entry["task"], entry["metric"],
+             *("-" if anchor is None else format_score(anchor) for anchor in (entry["mbert"], entry["roberta"]))]
             for entry in headline_runs(runs_by_task)]
 
 
@@ -264,15 +311,27 @@ def all_runs(results_dir: Path) -> dict[str, dict]:
     return {task.code: load_task_results(results_dir, task.code)["runs"] for task in all_tasks()}
 
 
-HEADER = ["task", "metric", "trivial floor (dev)", "klue-baselines (dev)", "mBERT-base (test)",
-          "KLUE-RoBERTa-large (test)", "protocol"]
+HEADER = ["task", "metric", "n (dev)", "trivial floor (dev)", "default (dev)", "95% interval", "fast (dev)",
+          "95% interval", "protocol"]
+ANCHOR_HEADER = ["task", "metric", "mBERT-base (test)", "KLUE-RoBERTa-large (test)"]
+ANCHOR_NOTE = ("Published scores of neural models on the KLUE v1.1 **test** set (KLUE README): not comparable with "
+               "the dev scores above, so they stand in a table of their own. No dev-set score of a neural model is "
+               "cited: the KLUE paper's dev tables were not available to this project, and a test number is not "
+               "put beside a dev one in their place.",
+               "KLUE publishes DP as UAS and LAS without saying micro or macro: its scores stand in the micro rows "
+               "(attachment accuracy), and the macro rows have none.")
+
+
+def anchor_section(runs_by_task: dict[str, dict], codes: Sequence[str] | None = None) -> str:
+    """The published test-set scores (anchor_rows) of the tasks `codes` (all by default), and their notes."""
+    rows = [row for row in anchor_rows(runs_by_task) if codes is None or row[0] in codes]
+    return "\n\n".join([markdown_table(rows, ANCHOR_HEADER), *ANCHOR_NOTE])
 TABLE_NOTES = [
-    "Ours and the floors are scores on the KLUE v1.1 dev files; the anchors are the published test-set scores of "
-    "neural models (KLUE README). † marks a protocol that published numbers do not follow (part of a file, "
-    "cross-fitting over dev, or custom files): not comparable with them. ‡ marks files that hold every official "
-    "record but not the official bytes: listed derivations, named below (each file's sha256 is in the row's JSON).",
-    "KLUE publishes DP as UAS and LAS without saying micro or macro: its anchors stand beside the micro rows "
-    "(attachment accuracy), and the macro rows have none.",
+    "Every score of this table is on the KLUE v1.1 dev files, with its 95 % bootstrap interval (1,000 resamples "
+    "of the units that `compare` draws, seed 0); n is the dev file's records. † marks a protocol that published "
+    "numbers do not follow (part of a file, cross-fitting over dev, or custom files). ‡ marks files that hold every "
+    "official record but not the official bytes: listed derivations, named below (each file's sha256 is in the "
+    "row's JSON).",
     f"{UNDEFINED}: the metric is undefined for that run, as in the official code: Pearson r of a constant "
     "prediction divides 0 by 0. The STS floor predicts the mean training score (2.22), below the 3.0 threshold, so "
     "it calls every pair dissimilar and its F1 is 0; calling every pair similar would score F1 59.54 on dev, but a "
@@ -292,8 +351,8 @@ def table_notes(runs_by_task: dict[str, dict], notes: Sequence[str] = tuple(TABL
     return [*notes[:1], *derived, *notes[1:]]
 
 
-def markdown_table(rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+def markdown_table(rows: list[list[str]], header: Sequence[str] = tuple(HEADER)) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
     return "\n".join(lines)
 
@@ -528,6 +587,10 @@ def regenerate_readme(results_dir: Path) -> Path:
         markdown_table(table_rows(runs_by_task)),
         "",
         *[line for note in table_notes(runs_by_task) for line in (note, "")],
+        "## Published neural scores (test set)",
+        "",
+        anchor_section(runs_by_task),
+        "",
         *protocol_section(runs_by_task),
         "## How each row was produced",
         "",
@@ -556,10 +619,12 @@ def regenerate_readme(results_dir: Path) -> Path:
     if not any(record.get("sample") for runs in runs_by_task.values() for record in runs.values()):
         # Only tables of KLUE results go into the project's pages; sample scores stay in their own folder.
         pages, rows = project_pages(results_dir.resolve().parent), table_rows(runs_by_task)
-        update_pages(pages, markdown_table(rows) + "\n\n" + "\n\n".join(table_notes(runs_by_task, TABLE_NOTES[:2])))
+        update_pages(pages, "\n\n".join([markdown_table(rows), *table_notes(runs_by_task, TABLE_NOTES[:1]),
+                                            anchor_section(runs_by_task)]))
         for code in runs_by_task:  # each task's page: its own rows
             update_pages([page for page in pages if page.name == f"{code}.md" and page.parent.name == "tasks"],
-                         markdown_table([row for row in rows if row[0] == code]), (TASK_START, TASK_END))
+                         markdown_table([row for row in rows if row[0] == code]) + "\n\n"
+                         + anchor_section(runs_by_task, [code]), (TASK_START, TASK_END))
         draw_results_figure(results_dir, runs_by_task)
         if scales is not None:
             update_pages(pages, scales, (SCALE_START, SCALE_END),

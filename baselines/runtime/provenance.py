@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
 import platform
 import subprocess
 from pathlib import Path
@@ -15,12 +16,16 @@ from features import analysis
 
 
 def versions() -> dict[str, str]:
+    """The versions a recorded score may depend on: Python, this package, Kiwi and its model, and the numeric
+    libraries that fit and score (`reproduce` and `doctor` compare them with the installed ones)."""
     import kiwipiepy
+    import scipy
     import sklearn
 
     return {"python": platform.python_version(), "klue_baselines": baselines.__version__,
             "kiwipiepy": kiwipiepy.__version__, "kiwipiepy_model": analysis.kiwi_model_version(),
-            "scikit_learn": sklearn.__version__, "numpy": np.__version__}
+            "scikit_learn": sklearn.__version__, "sklearn_crfsuite": importlib.metadata.version("sklearn-crfsuite"),
+            "numpy": np.__version__, "scipy": scipy.__version__}
 
 
 def machine() -> dict[str, str]:

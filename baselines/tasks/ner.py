@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
+import warnings
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from numbers import Integral, Real
@@ -18,6 +19,7 @@ from baselines.data import hf
 
 from baselines.metrics import scoring, tallies
 from baselines.data.fileio import DataError, looks_like_jsonl, read_tsv_blocks, require
+from baselines.errors import caller_stacklevel, InputWarning
 from baselines.models.crfsuite_format import check_crfsuite_model
 from baselines.models.estimators import NothingLearnt, TaskModel, plain_text, records_from
 from baselines.models.explain import strongest
@@ -135,7 +137,31 @@ def gold_and_predicted_tags(records: Sequence[NerSentence],
 
 
 def score(records: Sequence[NerSentence], predictions: Sequence[dict], resources: dict) -> dict[str, float]:
-    return scoring.score_ner(*gold_and_predicted_tags(records, predictions))
+    gold, predicted = gold_and_predicted_tags(records, predictions)
+    _warn_of_invalid_iob2(records, predicted)
+    return scoring.score_ner(gold, predicted)
+
+
+def orphan_inside_tags(tags: Sequence[str]) -> int:
+    """How many I-X tags start a run, not continuing a B-X or I-X: invalid IOB2, which the official scorer
+    (strict IOB2 entities) does not count as an entity, and a lenient one would read as one."""
+    return sum(1 for index, tag in enumerate(tags) if _orphan_inside(tags[index - 1] if index else None, tag))
+
+
+def _orphan_inside(previous: str | None, tag: str) -> bool:
+    """An I-X after nothing, after O, or after another type's tag."""
+    return tag.startswith("I-") and (previous is None or previous == "O" or previous[2:] != tag[2:])
+
+
+def _warn_of_invalid_iob2(records: Sequence[NerSentence], predicted: Sequence[Sequence[str]]) -> None:
+    """Say how many predicted runs begin with I- (counted, not repaired: the score is the official one)."""
+    counts = [orphan_inside_tags(tags) for tags in predicted]
+    if any(counts):
+        first = next(record.guid for record, count in zip(records, counts) if count)
+        warnings.warn(f"ner: {sum(counts):,} predicted runs in {sum(1 for count in counts if count):,} sentences "
+                      f"begin with I- without a B- (invalid IOB2; first in {first}): as the official scorer "
+                      "does, strict IOB2 counts none of them as an entity", InputWarning,
+                      stacklevel=caller_stacklevel())
 
 
 def tally(records: Sequence[NerSentence], predictions: Sequence[dict], resources: dict) -> tallies.Tally:
@@ -183,7 +209,7 @@ def repair_iob2(tags: Sequence[str]) -> list[str]:
     """Valid IOB2: an I-X that does not continue a B-X/I-X starts the entity, so it becomes B-X."""
     repaired = []
     for tag in tags:
-        if tag.startswith("I-") and (not repaired or repaired[-1][2:] != tag[2:] or repaired[-1] == "O"):
+        if _orphan_inside(repaired[-1] if repaired else None, tag):
             tag = "B-" + tag[2:]
         repaired.append(tag)
     return repaired
