@@ -12,7 +12,7 @@ Data         `data_file`, `locate`, `training_file`, `load`, `load_xy`, `resourc
              `load_hub`, `task_spec`
 Models       `model_name`, `make_model`, `fit`, `train`, `load_model`, `saved_or_fitted`, `predict`,
              `predict_file`
-Scores       `score`, `read_predictions`, `evaluate`, `run`, `learning_curve`, `tune`
+Scores       `score`, `read_predictions`, `metric`, `evaluate`, `run`, `learning_curve`, `tune`
 Teaching     `explain`, `check_explainable`, `explanation_table`, `report`, `report_figures`,
              `report_figure_paths`, `compare`, `show`, `analyze`, `features`, `use_korean_font`,
              `learning_curve_figure`, `results_figure`
@@ -50,7 +50,7 @@ from baselines.runtime import progress
 from baselines.bench import determinism as determinism_bench
 from baselines.bench import peers as peers_bench
 from baselines.bench import scale as scale_bench
-from baselines.metrics import teaching
+from baselines.metrics import teaching, trainer_metrics
 from baselines.data.fileio import (DataError, absolute_path, check_output_file, check_output_folder, read_json,
                                    write_jsonl_atomic)
 from baselines.runtime.parallel import Workers, local_jobs
@@ -58,7 +58,7 @@ from baselines.runner.registry import TASK_CODES, all_tasks, get_task, task_code
 from baselines.taskspec import TaskSpec, align_predictions
 from features import analysis
 from features.morphemes import eojeol_spans
-from baselines.errors import caller_stacklevel, SampleDataWarning, setting, UsageError
+from baselines.errors import caller_stacklevel, PredictionError, SampleDataWarning, setting, UsageError
 from baselines.runtime.provenance import code_version, machine, versions
 
 PathLike = str | os.PathLike
@@ -672,6 +672,28 @@ def score(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequence
     `predictions` a file in any format `score` reads (see read_predictions), a list of prediction dicts, or
     MRC's {id: answer}. `log` hears which format a file was read as."""
     return _scored(get_task(task), gold, predictions, data_dir, predictions_format, log)[2]
+
+
+def metric(task: str, tokens: Sequence[Sequence[str]] | None = None) -> Callable[[Any], dict[str, float]]:
+    """A `compute_metrics` for a Hugging Face Trainer: it takes what the Trainer hands over (an EvalPrediction,
+    or a (predictions, label_ids) pair: logits or ids in the HF `klue` dataset's order and ClassLabel order) and
+    returns the official metrics (x100), as `score` does. YNAT, NLI, STS, RE and NER; for NER, tags per
+    character as the HF tokens are, ignored positions -100 (see baselines.metrics.trainer_metrics). `tokens`:
+    the dataset's NER tokens, to drop spaces where every character is tagged."""
+    code = task_code(task)
+    try:
+        compute = trainer_metrics.metric(code, tokens)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+    def checked(evaluated: Any) -> dict[str, float]:
+        try:
+            return compute(evaluated)
+        except ValueError as error:
+            raise PredictionError(str(error)) from None
+
+    checked.__name__ = compute.__name__
+    return checked
 
 
 def _scored(spec: TaskSpec, gold: PathLike | Sequence, predictions: PathLike | Sequence[dict] | dict,

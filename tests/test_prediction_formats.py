@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import json
 
+import numpy as np
 import pytest
 
 from click.testing import CliRunner
@@ -12,7 +13,7 @@ from baselines import api
 from baselines.cli import main
 from baselines.data import hf, prediction_formats
 from baselines.data.fileio import file_sha256
-from baselines.errors import InputWarning
+from baselines.errors import InputWarning, PredictionError, UsageError
 from helpers import cli as cli_quiet, refused, sample_file, sample_records, write_json
 
 TASKS = ("ynat", "nli", "sts", "ner", "re")
@@ -200,3 +201,43 @@ def test_a_recorded_row_ships_its_dev_predictions_which_score_to_its_numbers(tmp
     first = shipped.read_bytes()
     cli_quiet("run", task, "--model", "trivial", "--results-dir", tmp_path / "results")
     assert shipped.read_bytes() == first  # no time in the gzip header: the same predictions, the same bytes
+
+
+def trainer_arrays(task: str) -> tuple[np.ndarray, np.ndarray]:
+    """What a Trainer hands compute_metrics for the sample dev records: logits (NER: per position, padded and
+    ignored with -100 as a data collator does) and label ids in the HF ClassLabel order."""
+    records, values = sample_records(task), predicted_values(task)
+    golds = api.task_spec(task).targets(records)
+    if task == "sts":
+        return np.array(values).reshape(-1, 1), np.array(golds)
+    if task == "ner":
+        scored = [[index for index, char in enumerate(record.text) if char != " "] for record in records]
+        width = max(map(len, scored)) + 2  # [CLS] and [SEP], and padding: all ignored
+        logits = np.zeros((len(records), width, len(hf.HF_NER_TAGS)))
+        labels = np.full((len(records), width), -100)
+        for row, (kept, gold, predicted) in enumerate(zip(scored, golds, values)):
+            for position, char_index in enumerate(kept, start=1):
+                labels[row, position] = hf.HF_NER_TAGS.index(gold[char_index])
+                logits[row, position, hf.HF_NER_TAGS.index(predicted[char_index])] = 4.0
+        return logits, labels
+    names = hf.SCHEMAS[task].labels["label"]
+    logits = np.zeros((len(records), len(names)))
+    logits[np.arange(len(records)), [names.index(value) for value in values]] = 3.0
+    return logits, np.array([names.index(gold) for gold in golds])
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_a_trainer_metric_gives_the_official_scores_of_the_same_predictions(tmp_path, task):
+    logits, labels = trainer_arrays(task)
+    computed = api.metric(task)((logits, labels))
+    expected = jsonl_score(tmp_path, task)
+    assert {key: computed[key] for key in expected} == pytest.approx(expected)
+    if task == "re":  # the logits' softmax gives AUPRC, which label-only files cannot
+        assert 0 <= computed["auprc"] <= 100
+
+
+def test_a_trainer_metric_refuses_what_it_cannot_score():
+    with pytest.raises(UsageError, match="score dp's predictions as files"):
+        api.metric("dp")
+    with pytest.raises(PredictionError, match=r"expected logits of shape \(n, 7\)"):
+        api.metric("ynat")((np.zeros((3, 5)), np.zeros(3, dtype=int)))
