@@ -723,7 +723,7 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
             predictions_b: PathLike | Sequence[dict] | dict, *, resamples: int = 1000, seed: int = 0, jobs: int = 1,
             metrics: Sequence[str] | None = None, data_dir: PathLike | None = None,
             progress: Callable[[int], None] = lambda done: None, predictions_format: str = "auto",
-            log: Log = progress.say) -> dict:
+            examples: int = 0, log: Log = progress.say) -> dict:
     """Two systems' predictions on the same gold, compared by paired bootstrap (baselines.metrics.significance):
     for each metric, A and B, the difference B - A, its 95 % interval and p-value. Both prediction sets are
     checked as `score` checks them first. `metrics`: names of `score`'s metrics, or of a breakdown
@@ -745,9 +745,32 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
                                              progress=progress, observed=(metrics_a, metrics_b))
     rows = compared.pop("metrics")
     compared["metrics"] = rows[:len(headline)]
-    compared["breakdown"] = sorted(rows[len(headline):], key=lambda row: -abs(row["difference"] or 0.0))
+    breakdown_rows = rows[len(headline):]
+    for row, adjusted in zip(breakdown_rows, significance.holm([row["p_value"] for row in breakdown_rows])):
+        row["p_holm"] = adjusted  # corrected for testing as many differences as the breakdown has rows
+    compared["breakdown"] = sorted(breakdown_rows, key=lambda row: -abs(row["difference"] or 0.0))
+    compared.update(_reviewer_answers(spec, records, rows_a, rows_b, examples))
     return {"task": task, **{name: str(value) for name, value in (
         ("gold", gold), ("a", predictions_a), ("b", predictions_b)) if _is_path(value)}, **compared}
+
+
+def _reviewer_answers(spec: TaskSpec, records: list, rows_a: list[dict], rows_b: list[dict], examples: int) -> dict:
+    """What `compare` adds to the bootstrap: McNemar's exact test where each record is wholly right or wrong,
+    both systems' entity errors where the task has spans, and `examples` records a group where they differ."""
+    aligned = [align_predictions(records, rows) for rows in (rows_a, rows_b)]
+    comparisons = [spec.compare(records, rows) for rows in aligned]
+    answers: dict[str, Any] = {}
+    if comparisons[0].right_or_wrong:
+        answers["mcnemar"] = {"unit": comparisons[0].unit,
+                              **significance.mcnemar(comparisons[0].wrong, comparisons[1].wrong)}
+    if spec.entity_errors is not None:
+        answers["entities"] = {system: spec.entity_errors(records, rows, examples)
+                               for system, rows in zip("ab", aligned)}
+    if examples:
+        answers["examples"] = significance.disagreements(
+            comparisons[0].wrong, comparisons[1].wrong, comparisons[0].shown, comparisons[1].shown,
+            [record.guid for record in records], spec.plain_inputs(records), examples)
+    return answers
 
 
 @_named_task
@@ -779,6 +802,8 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
     built["errors"] = teaching.worst_errors(comparison, [r.guid for r in records],
                                             spec.plain_inputs(records), errors)
     built["errors_ranked_by"] = comparison.ranked_by
+    if spec.entity_errors is not None:
+        built["entities"] = spec.entity_errors(records, aligned, errors)
     if plots_dir is not None:
         built["figures"] = [str(path) for path in report_figures(built, plots_dir)]
     return built

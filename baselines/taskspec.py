@@ -155,6 +155,9 @@ class TaskSpec:
     # A model file of the task may name these, those of the tasks it requires, and nothing else
     # (baselines.runner.persistence refuses it before building anything).
     saved_types: tuple[Any, ...] = ()
+    # (records, aligned predictions, examples) -> entity-level micro precision, recall and F1 and the error types
+    # a reviewer asks for (wrong boundary, wrong type, both, missed, spurious), with examples; tasks of spans.
+    entity_errors: Callable[[Sequence, Sequence[dict], int], dict] | None = None
 
     def __post_init__(self) -> None:
         # One place makes every task read Hugging Face exports: load and load_input try them first (the
@@ -346,7 +349,7 @@ def compare_labels(aligned: Sequence[dict], gold: Sequence[str], unit: str,
     ranked_by = ("the probability the model gave its wrong label" if with_probabilities else
                  "nothing: the predictions carry no probabilities, so the errors are in file order")
     return Comparison(unit, [str(g) for g in gold], predicted, wrong, list(zip(map(str, gold), predicted)),
-                      ranked_by=ranked_by)
+                      ranked_by=ranked_by, right_or_wrong=True)
 
 
 def _check_distribution(row: dict, labels: Sequence[str]) -> None:

@@ -16,7 +16,14 @@ from baselines.errors import UsageError
 from baselines.cli import main
 from baselines.runner.registry import get_task
 from baselines.runtime.parallel import Workers
+from baselines.metrics import scoring
 from baselines.metrics.significance import interval, resampling_units
+from helpers import invoke, sample_file, sample_records
+
+
+def write_jsonl(path, rows: list[dict]):
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +179,10 @@ def test_compare_says_where_the_difference_lies(ynat_gold, tmp_path):
     one = api.compare("ynat", dev, perfect(records), with_errors(records, 0.2), resamples=1000,
                       metrics=["class_f1/경제"])
     assert one["metrics"] == [] and [row["metric"] for row in one["breakdown"]] == ["class_f1/경제"]
-    assert one["breakdown"][0] == next(row for row in where if row["metric"] == "class_f1/경제")
+    alone, among = one["breakdown"][0], next(row for row in where if row["metric"] == "class_f1/경제")
+    # Holm corrects for the rows compared: one row alone is not corrected, one of seven is.
+    assert {**alone, "p_holm": None} == {**among, "p_holm": None} and alone["p_holm"] == alone["p_value"]
+    assert among["p_holm"] >= among["p_value"]
 
 
 def test_an_unknown_metric_is_one_error_line_that_lists_the_metrics(ynat_gold, tmp_path):
@@ -186,3 +196,92 @@ def test_an_unknown_metric_is_one_error_line_that_lists_the_metrics(ynat_gold, t
     assert "class_f1" in result.output
     seed_help = CliRunner().invoke(main, ["compare", "--help"]).output
     assert "Seed of the bootstrap draws" in seed_help and "models and folds" not in seed_help
+
+
+def test_holm_adjusts_in_step_down_order_and_keeps_none():
+    assert significance.holm([0.01, 0.04, None, 0.03]) == pytest.approx([0.03, 0.06, None, 0.06])
+    assert significance.holm([0.5, 0.6]) == [1.0, 1.0]
+
+
+def test_mcnemar_counts_the_records_one_system_only_gets_right():
+    from scipy.stats import binomtest
+    wrong_a, wrong_b = [0, 0, 1, 1, 0, 0.5, 0], [1, 0, 0, 1, 1, 0.2, 1]
+    test = significance.mcnemar(wrong_a, wrong_b)
+    assert (test["only_a_right"], test["only_b_right"]) == (3, 1)
+    assert test["p_value"] == pytest.approx(binomtest(1, 4, 0.5).pvalue)
+    assert significance.mcnemar([0, 1], [0, 1])["p_value"] == 1.0
+
+
+def planted_entity_errors() -> tuple[list[dict], dict]:
+    """NER predictions that are the gold except for one planted error of each type, and the counts expected."""
+    records = sample_records("ner")
+    rows = [{"guid": record.guid, "tags": list(record.tags)} for record in records]
+    planted = {}
+    for index, record in enumerate(records):
+        spans = scoring.iob2_entities(record.tags)  # the sample's sentences: tags per character, spaces O
+        long = [span for span in spans if span[2] - span[1] >= 3]
+        if not long or len(planted) == 5:
+            continue
+        kind, start, end = long[0]
+        other = "PS" if kind != "PS" else "OG"
+        tags = rows[index]["tags"]
+        error = ["wrong boundary", "wrong type", "wrong boundary and type", "missed", "spurious"][len(planted)]
+        if error == "wrong boundary":
+            tags[end - 1] = "O"
+        elif error == "wrong type":
+            tags[start:end] = [f"B-{other}"] + [f"I-{other}"] * (end - start - 1)
+        elif error == "wrong boundary and type":
+            tags[start:end - 1] = [f"B-{other}"] + [f"I-{other}"] * (end - start - 2)
+            tags[end - 1] = "O"
+        elif error == "missed":
+            tags[start:end] = ["O"] * (end - start)
+        else:
+            outside = next(position for position, (tag, char) in enumerate(zip(tags, record.text))
+                           if tag == "O" and char != " " and (position == 0 or tags[position - 1] == "O")
+                           and position + 1 < len(tags) and tags[position + 1] == "O")
+            tags[outside] = "B-DT"
+        planted[error] = record.guid
+    return rows, planted
+
+
+def test_compare_on_two_ner_files_gives_entity_scores_error_types_and_tables_a_paper_pastes(tmp_path):
+    rows, planted = planted_entity_errors()
+    assert len(planted) == 5
+    gold_rows = [{"guid": record.guid, "tags": record.tags} for record in sample_records("ner")]
+    compared = api.compare("ner", sample_file("ner"), gold_rows, rows, examples=2, log=api.quiet)
+    counts = compared["entities"]["b"]["counts"]
+    assert {kind: counts[kind] for kind in planted} == dict.fromkeys(planted, 1)
+    total = compared["entities"]["a"]["counts"]["correct"]
+    assert counts["correct"] == total - 4 and compared["entities"]["a"]["micro"]["f1"] == 100.0
+    micro = compared["entities"]["b"]["micro"]
+    assert micro["precision"] == pytest.approx(100 * (total - 4) / (total - 1 + 1))
+    assert {example["guid"] for kind in planted for example in compared["entities"]["b"]["examples"][kind]} == set(
+        planted.values())
+    assert len(compared["examples"]["a better"]) == 2 and not compared["examples"]["b better"]
+    assert "mcnemar" not in compared  # entities are not right or wrong record by record
+    a, b = write_jsonl(tmp_path / "a.jsonl", gold_rows), write_jsonl(tmp_path / "b.jsonl", rows)
+    for table_format, sign in (("markdown", "| entity_macro_f1 |"), ("latex", r"\begin{tabular}"),
+                               ("csv", "entity_macro_f1,")):
+        output = invoke("compare", "ner", "--gold", sample_file("ner"), "--predictions", a, "--predictions", b,
+                        "--format", table_format, "--examples", "1").output
+        assert sign in output and "wrong boundary and type" in output and "p Holm" in output
+
+
+def test_compare_of_labels_adds_mcnemar_and_never_prints_zero_for_a_bounded_p(tmp_path):
+    records = sample_records("ynat")
+    right = [{"guid": record.guid, "label": record.label} for record in records]
+    worse = [dict(row, label="경제" if row["label"] != "경제" else "사회") if index % 4 == 0 else row
+             for index, row in enumerate(right)]
+    compared = api.compare("ynat", sample_file("ynat"), worse, right, log=api.quiet)
+    assert compared["mcnemar"] == {"unit": "title", "only_a_right": 0, "only_b_right": 25,
+                                   "p_value": pytest.approx(2 * 0.5 ** 25)}
+    headline = compared["metrics"][0]
+    assert headline["p_value"] == 1 / 1000 and headline["p_value_is_bound"]
+    output = invoke("compare", "ynat", "--gold", sample_file("ynat"), "--predictions",
+                    write_jsonl(tmp_path / "a.jsonl", worse), "--predictions",
+                    write_jsonl(tmp_path / "b.jsonl", right), "--json").output
+    assert all(row["p_value"] > 0 for row in json.loads(output)["metrics"] + json.loads(output)["breakdown"]
+               if row["p_value"] is not None)
+    text = invoke("compare", "ynat", "--gold", sample_file("ynat"), "--predictions", tmp_path / "a.jsonl",
+                  "--predictions", tmp_path / "b.jsonl").output
+    assert "< 0.0010" in text and "McNemar's exact test (titles right in one system only): A 0, B 25" in text

@@ -1,7 +1,9 @@
 """How the command line speaks: one-line errors and warnings, progress on stderr, tables."""
 from __future__ import annotations
 
+import csv
 import functools
+import io
 import json
 import shlex
 import sys
@@ -79,12 +81,34 @@ def _display_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
 
-def _print_table(header: list[str], rows: list[list[str]]) -> None:
-    """Left-aligned columns, two spaces apart, the header first; wide (Hangul) characters count double."""
-    widths = [max(_display_width(str(row[i])) for row in rows + [header]) for i in range(len(header))]
-    for row in [header] + rows:
-        click.echo("  ".join(str(cell) + " " * (width - _display_width(str(cell)))
-                             for cell, width in zip(row, widths)).rstrip())
+TABLE_FORMATS = ("text", "markdown", "latex", "csv")
+_LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
+                  "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
+
+
+def _print_table(header: list[str], rows: list[list[str]], table_format: str = "text") -> None:
+    """The table in `table_format`: 'text', left-aligned columns two spaces apart (wide Hangul characters count
+    double); 'markdown', a pipe table; 'latex', a tabular of booktabs rules; 'csv', RFC 4180 rows. A paper
+    pastes the last three."""
+    cells = [[str(cell) for cell in row] for row in [header] + rows]
+    if table_format == "csv":
+        buffer = io.StringIO()
+        csv.writer(buffer, lineterminator="\n").writerows(cells)
+        click.echo(buffer.getvalue(), nl=False)
+    elif table_format == "markdown":
+        lines = ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in cells]
+        click.echo("\n".join([lines[0], "|" + "---|" * len(header), *lines[1:]]))
+    elif table_format == "latex":
+        escaped = [["".join(_LATEX_SPECIAL.get(char, char) for char in cell) for cell in row] for row in cells]
+        click.echo("\n".join([r"\begin{tabular}{" + "l" * len(header) + "}", r"\toprule",
+                               " & ".join(escaped[0]) + r" \\", r"\midrule",
+                               *(" & ".join(row) + r" \\" for row in escaped[1:]), r"\bottomrule",
+                               r"\end{tabular}"]))
+    else:
+        widths = [max(_display_width(row[i]) for row in cells) for i in range(len(header))]
+        for row in cells:
+            click.echo("  ".join(cell + " " * (width - _display_width(cell)) for cell, width in zip(row, widths)
+                                 ).rstrip())
 
 
 def _print_metrics(task: str, metrics: dict, as_json: bool, **more) -> None:

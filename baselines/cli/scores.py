@@ -11,11 +11,22 @@ from baselines.data import prediction_formats
 from baselines.data.fileio import check_output_file, write_json_atomic
 from baselines.metrics import significance
 from baselines.runner import results, tuning
-from baselines.cli._console import _print_metrics, _print_table, _shown_input, command_line, console, friendly_errors
+from baselines.cli._console import (TABLE_FORMATS, _print_metrics, _print_table, _shown_input, command_line, console,
+                                    friendly_errors)
 from baselines.cli._options import (DATA_PATH, backend_option, data_dir_option, evaluation_options, jobs_option,
                                     model_name_option, plots_option, pos_option, results_dir_option, seed_option,
                                     task_argument, task_codes_argument, train_option)
 from baselines.cli._app import main
+
+
+table_format_option = click.option(
+    "--format", "table_format", default="text", show_default=True, type=click.Choice(TABLE_FORMATS),
+    help="How to print the tables: text for the terminal; markdown, latex (booktabs) or csv for a paper.")
+predictions_format_option = click.option(
+    "--predictions-format", default=prediction_formats.AUTO, show_default=True,
+    type=click.Choice(prediction_formats.FORMATS),
+    help="How to read the prediction files; auto tells JSONL, a Hugging Face predict_results file, NER's "
+         "predictions.txt, a JSON array and CSV/TSV with a header apart by content, and says which it read.")
 
 
 @main.command()
@@ -28,18 +39,20 @@ from baselines.cli._app import main
               help="Also write the predictions that were scored (out-of-fold with --cv) to "
                    "<task>-<model>.jsonl here, as `score --predictions` reads them.")
 @plots_option
+@table_format_option
 @click.pass_context
 @friendly_errors
 def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv: int, seed: int, jobs: int,
-        backend: str, pos, results_dir, predictions_dir, plots_dir) -> None:
+        backend: str, pos, results_dir, predictions_dir, plots_dir, table_format: str) -> None:
     """Train and evaluate (all tasks by default), print the table and record results/. With --plots: each
     task's confusion matrix and F1 per class, and the results chart."""
     records = api.run(task_codes, model_name, data_dir=data_dir, train=train_file, dev=dev_file, cv=cv, seed=seed,
                       pos=pos, results_dir=results_dir, predictions_dir=predictions_dir, plots_dir=plots_dir,
                       command=command_line(), jobs=jobs, backend=backend, log=console(ctx).log, **params)
-    _print_table(["task", "model", "metric", "score", "protocol"],
+    _print_table(["task", "model", "metric", "score", "95% interval", "n", "protocol"],
                  [[record["task"], record["model"], metric, results.format_score(record["metrics"][metric]),
-                   record["protocol"]] for record in records for metric in record["headline"]])
+                   _bounds(record["intervals"].get(metric)), f"{record['dev_records']:,}", record["protocol"]]
+                  for record in records for metric in record["headline"]], table_format)
     if any(record["sample"] for record in records):
         click.echo("(scores on the shipped sample, not KLUE results: use --data-dir for the real data)")
 
@@ -71,13 +84,6 @@ def tune(ctx, task: str, params, folds: int, model_name, data_dir, train_file, s
     for trial in report["trials"]:
         click.echo(f"{trial['mean']:8.2f} ± {trial['std']:.2f}  {trial['params']}")
     click.echo(f"best by {report['metric']}: {report['best']} (written to {path})")
-
-
-predictions_format_option = click.option(
-    "--predictions-format", default=prediction_formats.AUTO, show_default=True,
-    type=click.Choice(prediction_formats.FORMATS),
-    help="How to read the prediction files; auto tells JSONL, a Hugging Face predict_results file, NER's "
-         "predictions.txt, a JSON array and CSV/TSV with a header apart by content, and says which it read.")
 
 
 @main.command()
@@ -113,11 +119,12 @@ def score(ctx, task: str, gold_path: Path, predictions_path: Path, predictions_f
 @plots_option
 @click.option("--overwrite", is_flag=True, help="Replace the figures of an earlier report in the --plots folder.")
 @predictions_format_option
+@table_format_option
 @data_dir_option
 @click.pass_context
 @friendly_errors
 def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, error_count: int, out_path, plots_dir,
-                   overwrite: bool, predictions_format: str, data_dir):
+                   overwrite: bool, predictions_format: str, table_format: str, data_dir):
     """Per-class precision, recall, F1 and support, the confusion matrix and the worst errors of anyone's
     predictions: what a class looks at after the score. With --plots: the confusion heat map and F1 per
     class beside chance."""
@@ -133,16 +140,19 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
         click.echo(f"\nper class ({report['unit']})")
         _print_table(["class", "precision", "recall", "f1", "support"],
                      [[row["label"], f"{row['precision']:.2f}", f"{row['recall']:.2f}", f"{row['f1']:.2f}",
-                       str(row["support"])] for row in report["classes"]])
+                       str(row["support"])] for row in report["classes"]], table_format)
         labels, matrix = report["confusion"]["labels"], report["confusion"]["matrix"]
         click.echo("\nconfusion (rows: gold, columns: predicted)")
-        _print_table([""] + labels, [[label] + [str(count) for count in row] for label, row in zip(labels, matrix)])
+        _print_table([""] + labels, [[label] + [str(count) for count in row] for label, row in zip(labels, matrix)],
+                     table_format)
+    if report.get("entities"):
+        _print_entities({"": report["entities"]}, table_format)
     if report.get("groups"):
         rows, columns = report["groups"]["rows"], [key for key in report["groups"]["rows"][0] if key != "group"]
         click.echo(f"\nper {report['groups']['by']}")
         _print_table([report["groups"]["by"]] + columns, [[row["group"]] + [
             f"{row[key]:.2f}" if isinstance(row[key], float) else "n/a" if row[key] is None else str(row[key])
-            for key in columns] for row in rows])
+            for key in columns] for row in rows], table_format)
     if report["errors"]:
         click.echo(f"\nworst errors ({report['unit']}), ranked by {report['errors_ranked_by']}")
         for error in report["errors"]:
@@ -170,14 +180,18 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(min=1),
               help="Processes that score resamples in parallel where a metric is not a sum over records (MRC's "
                    "reader diagnostics); the result does not depend on it.")
+@click.option("--examples", "example_count", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Show this many records where the systems' predictions differ, for each of: A nearer the "
+                   "gold, B nearer, both as wrong.")
 @predictions_format_option
+@table_format_option
 @data_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.pass_context
 @friendly_errors
 def compare_command(ctx, task: str, gold_path: Path, predictions_paths: tuple[Path, ...], resamples: int, seed: int,
-                    metric_names: tuple[str, ...], jobs: int, predictions_format: str, data_dir,
-                    as_json: bool) -> None:
+                    metric_names: tuple[str, ...], jobs: int, example_count: int, predictions_format: str,
+                    table_format: str, data_dir, as_json: bool) -> None:
     """Is B's lead over A real, and where? Each headline metric for both, B - A, its 95 % paired bootstrap
     interval and p-value; then the same per class, entity type, relation, slot or question type, the
     largest difference first. Resamples draw whole units (sentences, passages, dialogues)."""
@@ -187,26 +201,63 @@ def compare_command(ctx, task: str, gold_path: Path, predictions_paths: tuple[Pa
     with console(ctx).progress("resampling", resamples) as bar:
         compared = api.compare(task, gold_path, *predictions_paths, resamples=resamples, seed=seed, jobs=jobs,
                                metrics=metric_names or None, data_dir=data_dir, progress=bar.update,
-                               predictions_format=predictions_format, log=console(ctx).log)
+                               predictions_format=predictions_format, examples=example_count,
+                               log=console(ctx).log)
     if as_json:
         click.echo(json.dumps(compared, ensure_ascii=False, indent=2))
         return
     click.echo(f"A: {predictions_paths[0]}\nB: {predictions_paths[1]}\n{compared['resamples']} paired resamples of "
                f"{compared['units']} units (seed {compared['seed']})")
-    for title, rows in (("", compared["metrics"]), ("where, the largest |B - A| first:", compared["breakdown"])):
+    for title, rows in (("", compared["metrics"]), ("where, the largest |B - A| first (p Holm: corrected for the "
+                                                     f"{len(compared['breakdown'])} rows):", compared["breakdown"])):
         if not rows:
             continue
         if title:
             click.echo(f"\n{title}")
-        _print_table(["metric", "A", "B", "B - A", "95% interval", "p"], [[
+        _print_table(["metric", "A", "B", "B - A", "95% interval", "p", *(["p Holm"] if title else [])], [[
             row["metric"], results.format_score(row["a"]), results.format_score(row["b"]),
             "n/a" if row["difference"] is None else f"{row['difference']:+.2f}",
             f"[{results.format_score(row['low'])}, {results.format_score(row['high'])}]",
-            _p_value(row["p_value"], compared["resamples"])] for row in rows])
+            _p_value(row["p_value"], row.get("p_value_is_bound", False)),
+            *([_p_value(row["p_holm"], row.get("p_value_is_bound", False))] if title else [])] for row in rows],
+            table_format)
+    if "mcnemar" in compared:
+        test = compared["mcnemar"]
+        click.echo(f"\nMcNemar's exact test ({test['unit']}s right in one system only): A {test['only_a_right']:,}, "
+                   f"B {test['only_b_right']:,}, p = {_p_value(test['p_value'])}")
+    if "entities" in compared:
+        _print_entities(compared["entities"], table_format)
+    for group, found in compared.get("examples", {}).items():
+        click.echo(f"\n{group} ({len(found)} shown)")
+        for example in found:
+            click.echo(f"{example['guid']}: {_shown_input(example['input'])}\n  gold: {example['gold']}\n"
+                       f"  A:    {example['a']}\n  B:    {example['b']}")
 
 
-def _p_value(p_value: float | None, resamples: int) -> str:
-    """p to four places; 0 (no resample on the far side of zero) as '< 1/B'."""
-    if p_value == 0:
-        return f"< {1 / resamples:g}"
-    return results.format_score(p_value, digits=4)
+def _bounds(bounds: list[float] | None) -> str:
+    return "n/a" if bounds is None else f"[{results.format_score(bounds[0])}, {results.format_score(bounds[1])}]"
+
+
+def _print_entities(by_system: dict[str, dict], table_format: str) -> None:
+    """Entity micro precision, recall and F1 and the error types, a column a system."""
+    systems = list(by_system)
+    first = by_system[systems[0]]
+    click.echo(f"\nentities ({first['convention']})")
+    named = [system.upper() or "count" for system in systems]
+    rows = [[name, *(f"{by_system[system]['micro'][name]:.2f}" for system in systems)]
+            for name in ("precision", "recall", "f1")]
+    rows += [[kind, *(f"{by_system[system]['counts'][kind]:,}" for system in systems)] for kind in first["counts"]]
+    _print_table(["", *named], rows, table_format)
+    for system in systems:
+        for kind, found in by_system[system]["examples"].items():
+            for example in found:
+                click.echo(f"{(system.upper() + ' ') if system else ''}{kind}: {example['guid']}: gold "
+                           f"{example['gold']}, predicted {example['predicted']}")
+
+
+def _p_value(p_value: float | None, is_bound: bool = False) -> str:
+    """p as a number; where no resample fell beyond zero, the bound that the resamples give ('< 0.001')."""
+    if p_value is None:
+        return "n/a"
+    shown = f"{p_value:.4f}" if p_value >= 0.0001 else f"{p_value:.1e}"
+    return f"< {shown}" if is_bound else shown

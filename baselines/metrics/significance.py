@@ -9,7 +9,12 @@ The difference is B - A. Its 95 % interval runs from the k-th smallest to the k-
 difference, k = ceil(0.025 B) of B resamples (the percentile interval). The p-value is two-sided and
 inverts that interval: twice the share of resampled differences on the far side of zero (<= 0 where B
 leads, >= 0 where A does), at most 1. The two agree by construction: the interval leaves out 0 exactly
-when p < 0.05. A p-value of 0 means that no resampled difference fell on the far side of zero: p < 1 / B.
+when p < 0.05. Where no resampled difference fell on the far side of zero, p is only known to be below 1 / B:
+the comparison then gives p = 1 / B with `p_value_is_bound`, printed '< 1/B'.
+
+Beside the bootstrap: McNemar's exact test where each record is wholly right or wrong (a label, an exact
+answer), on the records that one system gets right and the other wrong; and Holm's step-down correction of
+the per-class p-values, for testing as many differences as there are classes.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 from joblib import Parallel, delayed
+from scipy.stats import binomtest
 
 from baselines.metrics.tallies import Tally
 from baselines.taskspec import TaskSpec, align_predictions
@@ -97,6 +103,8 @@ def paired_bootstrap(spec: TaskSpec, records: Sequence, predictions_a: Sequence[
         b_value = float(observed[1].get(metric, np.nan))
         row = {"metric": metric, "a": a_value, "b": b_value, "difference": b_value - a_value,
                **interval(b_scores[:, column] - a_scores[:, column], b_value - a_value)}
+        if row["p_value"] == 0:  # no resample beyond zero: p is below 1 / (defined resamples), not 0
+            row.update(p_value=1 / (resamples - row["undefined_resamples"]), p_value_is_bound=True)
         # None, not NaN, where a number is undefined: the result is written as JSON, which has no NaN.
         rows.append({key: None if isinstance(value, float) and np.isnan(value) else value
                      for key, value in row.items()})
@@ -208,3 +216,42 @@ def interval(differences: np.ndarray, observed: float) -> dict[str, float | int]
     beyond_zero = min(int(np.sum(defined <= 0)), int(np.sum(defined >= 0)))
     return {"low": float(low), "high": float(high), "p_value": min(1.0, 2 * beyond_zero / resamples),
             "undefined_resamples": int(len(differences) - len(defined))}
+
+
+def mcnemar(wrong_a: Sequence[float], wrong_b: Sequence[float]) -> dict[str, float | int]:
+    """McNemar's exact test of two systems' right/wrong records (wrong == 0 is right): the records only A gets
+    right and only B gets right, and the two-sided exact binomial p of the smaller count among both at 1/2
+    (scipy.stats.binomtest)."""
+    only_a = sum(1 for a, b in zip(wrong_a, wrong_b) if a == 0 and b > 0)
+    only_b = sum(1 for a, b in zip(wrong_a, wrong_b) if b == 0 and a > 0)
+    discordant = only_a + only_b
+    p_value = 1.0 if not discordant else float(binomtest(min(only_a, only_b), discordant, 0.5).pvalue)
+    return {"only_a_right": only_a, "only_b_right": only_b, "p_value": min(1.0, p_value)}
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjusted p-values, in the order given (None stays None and is not counted): the k-th
+    smallest of m times (m - k + 1), kept non-decreasing, at most 1."""
+    order = sorted((index for index, p in enumerate(p_values) if p is not None), key=lambda index: p_values[index])
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def disagreements(wrong_a: Sequence[float], wrong_b: Sequence[float], shown_a: Sequence[tuple[str, str]],
+                  shown_b: Sequence[tuple[str, str]], ids: Sequence[str], inputs: Sequence[Any],
+                  count: int) -> dict[str, list[dict]]:
+    """Up to `count` records a group where the two systems' predictions differ, grouped by who is nearer
+    the gold ('a better', 'b better', 'both as wrong'), the widest gap first, then in file order."""
+    groups: dict[str, list[tuple[float, int]]] = {"a better": [], "b better": [], "both as wrong": []}
+    for index, (a, b) in enumerate(zip(wrong_a, wrong_b)):
+        if shown_a[index][1] == shown_b[index][1]:
+            continue
+        group = "a better" if a < b else "b better" if b < a else "both as wrong"
+        groups[group].append((-abs(a - b), index))
+    return {group: [{"guid": ids[index], "input": inputs[index], "gold": shown_a[index][0],
+                     "a": shown_a[index][1], "b": shown_b[index][1]} for _gap, index in sorted(found)[:count]]
+            for group, found in groups.items()}

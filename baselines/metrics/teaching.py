@@ -19,7 +19,7 @@ class Comparison:
     sooner it is shown: a confident error first) and `shown` gives its gold and prediction as text.
     A task without classes may break its scores down by `group_by` (MRC's question type, WoS's slot): one
     dict of scores per group in `groups`. `ranked_by` says in words what orders the errors, and says so
-    where nothing does (labels without probabilities: file order).
+    where nothing does (labels without probabilities: file order). `right_or_wrong`: see its comment.
     """
     unit: str
     gold: list[str] = field(default_factory=list)
@@ -30,6 +30,9 @@ class Comparison:
     group_by: str = ""
     groups: list[dict[str, Any]] = field(default_factory=list)
     ranked_by: str = ""
+    # Each record is wholly right (wrong == 0) or wrong, and the accuracy-type metric counts the right ones (a
+    # label, an exact answer): McNemar's test applies.
+    right_or_wrong: bool = False
 
 
 def per_class(comparison: Comparison) -> list[dict[str, Any]]:

@@ -738,6 +738,59 @@ def compare(records: Sequence[NerSentence], aligned: Sequence[dict]) -> Comparis
 
 
 
+ENTITY_ERROR_TYPES = ("correct", "wrong boundary", "wrong type", "wrong boundary and type", "missed", "spurious")
+
+
+def entity_errors(records: Sequence[NerSentence], aligned: Sequence[dict], examples: int = 3) -> dict:
+    """Entities as the official scorer reads them (strict IOB2 on the characters without spaces, as seqeval's
+    strict IOB2 mode): the micro precision, recall and F1 over all entities (seqeval's micro average), and each
+    gold entity's fate: correct (its span and type predicted), wrong type (its span, another type), wrong
+    boundary (an overlapping prediction of its type), both (overlapping, another type) or missed (nothing
+    overlaps it); a predicted entity that overlaps no gold one is spurious. Up to `examples` of each."""
+    counts = dict.fromkeys(ENTITY_ERROR_TYPES, 0)
+    shown: dict[str, list[dict]] = {kind: [] for kind in ENTITY_ERROR_TYPES if kind != "correct"}
+    gold_total = predicted_total = 0
+    for record, prediction in zip(records, aligned):
+        kept = [position for position, char in enumerate(record.text) if char != " "]
+
+        def text(entity: tuple[str, int, int]) -> str:
+            return f"{record.text[kept[entity[1]]:kept[entity[2] - 1] + 1]}/{entity[0]}"
+
+        gold = scoring.iob2_entities(_scored_tags(record, record.tags))
+        predicted = scoring.iob2_entities(_scored_tags(record, prediction["tags"]))
+        gold_total, predicted_total = gold_total + len(gold), predicted_total + len(predicted)
+        overlapped = set()
+        for entity in gold:
+            overlapping = [other for other in predicted if other[1] < entity[2] and entity[1] < other[2]]
+            overlapped.update(overlapping)
+            same_span = [other for other in overlapping if other[1:] == entity[1:]]
+            if same_span:
+                fate = "correct" if same_span[0][0] == entity[0] else "wrong type"
+            elif not overlapping:
+                fate = "missed"
+            else:
+                fate = "wrong boundary" if any(other[0] == entity[0] for other in overlapping) else \
+                    "wrong boundary and type"
+            counts[fate] += 1
+            if fate != "correct" and len(shown[fate]) < examples:
+                shown[fate].append({"guid": record.guid, "sentence": record.text, "gold": text(entity),
+                                    "predicted": ", ".join(map(text, overlapping)) or "-"})
+        for entity in predicted:
+            if entity not in overlapped:
+                counts["spurious"] += 1
+                if len(shown["spurious"]) < examples:
+                    shown["spurious"].append({"guid": record.guid, "sentence": record.text, "gold": "-",
+                                              "predicted": text(entity)})
+    precision = counts["correct"] / predicted_total if predicted_total else 0.0
+    recall = counts["correct"] / gold_total if gold_total else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"micro": {"precision": 100 * precision, "recall": 100 * recall, "f1": 100 * f1, "gold": gold_total,
+                      "predicted": predicted_total},
+            "convention": "strict IOB2 entities on the characters without spaces (the official scorer's; seqeval "
+                          "with mode='strict', scheme=IOB2), micro-averaged over all entities",
+            "counts": counts, "examples": shown}
+
+
 def distinct_copy(record: NerSentence, copy: int) -> NerSentence:
     """Copy `copy` of a sentence for the scale benchmark: copy_marker(copy) and a space in front, tagged O."""
     prefix = copy_marker(copy) + " "
@@ -766,4 +819,5 @@ TASK = TaskSpec(
     requires=(Requirement("re", "re_train", "gazetteer", "a KLUE-RE training file (official JSON), whose typed "
                           "subject and object entities become the NER CRF's gazetteer", provides="gazetteer"),),
     saved_types=(CharacterCRF, AllOutsideTagger),
+    entity_errors=entity_errors,
 )

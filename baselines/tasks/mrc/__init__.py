@@ -121,7 +121,7 @@ def compare(records: Sequence[MrcQuestion], aligned: Sequence[dict]) -> Comparis
     each with its exact match and ROUGE-W. A question is wrong when its answer is not an exact match; the
     reader's belief, where it gave one, puts its confident errors first."""
     beliefs = all(isinstance(p.get("belief"), (int, float)) for p in aligned)
-    comparison = Comparison("question", group_by="question type", ranked_by=(
+    comparison = Comparison("question", group_by="question type", right_or_wrong=True, ranked_by=(
         "the reader's belief in its wrong answer" if beliefs else
         "nothing: the predictions carry no beliefs, so the errors are in file order"))
     by_group: dict[str, list[tuple[float, float]]] = {}
