@@ -1,14 +1,22 @@
 """`doctor`: a check of the install that names what fails and exits with 1 then."""
 from __future__ import annotations
 
+import json
+
 from click.testing import CliRunner
 
 from baselines.cli import main
+from baselines.runtime.provenance import versions
 from features import analysis
 
 
 def test_doctor_says_the_install_works_and_what_else_is_there(tmp_path):
-    result = CliRunner().invoke(main, ["-q", "doctor", "--models-dir", str(tmp_path)])
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "nli.json").write_text(json.dumps({"task": "nli", "runs": {"trivial": {
+        "command": "klue-baselines run nli --model trivial", "headline": {"accuracy": 33.33},
+        "versions": {**versions(), "scipy": "0.9.0"}}}}), encoding="utf-8")
+    result = CliRunner().invoke(main, ["-q", "doctor", "--models-dir", str(tmp_path), "--results-dir", str(results)])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[-1] == "The install works."
@@ -16,6 +24,7 @@ def test_doctor_says_the_install_works_and_what_else_is_there(tmp_path):
         "ynat", "sts", "nli", "ner", "re", "dp", "mrc", "wos"]
     assert any(line.startswith("ok     ner crf ") and "entity_macro_f1" in line for line in lines)
     assert any(line.startswith("--     ready models") and f"none in {tmp_path}" in line for line in lines)
+    assert f"--     recorded versions scipy: the rows recorded 0.9.0; installed {versions()['scipy']}" in lines[-2]
 
 
 def test_doctor_names_a_failing_check_and_exits_with_1(monkeypatch):

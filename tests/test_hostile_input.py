@@ -920,7 +920,17 @@ def test_reproduce_reruns_recorded_commands_and_fails_on_a_difference(tmp_path):
     same = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "reproduce", "ynat", "nli"], cwd=tmp_path,
                           capture_output=True, text=True)
     assert same.returncode == 0, same.stdout + same.stderr
-    assert "2 of 2 recorded scores reproduced" in same.stdout
+    assert "2 of 2 recorded scores reproduced" in same.stdout and "Warning" not in same.stderr
+
+    data = json.loads((tmp_path / "results" / "ynat.json").read_text(encoding="utf-8"))
+    data["runs"]["trivial"]["versions"]["kiwipiepy"] = "0.1.0"
+    write_json_atomic(tmp_path / "results" / "ynat.json", data)
+    other_kiwi = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "reproduce", "ynat"], cwd=tmp_path,
+                                capture_output=True, text=True)
+    installed = provenance.versions()["kiwipiepy"]
+    assert other_kiwi.stderr.startswith(f"Warning: kiwipiepy: the rows recorded 0.1.0; installed {installed}\n")
+    assert "pip install -c results/constraints.txt" in other_kiwi.stderr
+    assert "kiwipiepy==" in (tmp_path / "results" / "constraints.txt").read_text(encoding="utf-8")
 
     data = json.loads((tmp_path / "results" / "nli.json").read_text(encoding="utf-8"))
     assert data["runs"]["trivial"]["machine"] == provenance.machine()

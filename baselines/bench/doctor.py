@@ -17,6 +17,7 @@ from baselines.errors import BaselinesError
 from baselines.runner import evaluate, ready
 from baselines.runner.registry import all_tasks, get_task
 from baselines.runtime import progress
+from baselines.runtime.provenance import versions
 from features import analysis
 
 REAL_MODELS = ("ynat", "ner")  # TF-IDF + logistic regression, and the CRF
@@ -36,8 +37,9 @@ class Check:
 
 
 def run_checks(data_dir: Path | None = None, models_dir: Path | None = None,
-               log: Callable[[str], None] = progress.quiet) -> list[Check]:
-    """Every check, in the order a fault would matter: Python, Kiwi, each task on the sample, data, extras."""
+               log: Callable[[str], None] = progress.quiet, results_dir: Path | None = None) -> list[Check]:
+    """Every check, in the order a fault would matter: Python, Kiwi, each task on the sample, data, extras, and
+    the versions that results_dir's rows recorded against the installed ones."""
     checks = [Check("python", sys.version_info >= (3, 10), f"{platform.python_version()} (3.10 or newer needed)")]
     checks.append(_kiwi())
     for task in all_tasks():
@@ -57,7 +59,23 @@ def run_checks(data_dir: Path | None = None, models_dir: Path | None = None,
         installed = importlib.util.find_spec(module) is not None
         checks.append(Check(f"extra {extra}", True if installed else None,
                             f"{what}: " + ("installed" if installed else f'pip install "klue-baselines[{extra}]"')))
+    if results_dir is not None:
+        checks.append(_recorded_versions(results_dir))
     return checks
+
+
+def _recorded_versions(results_dir: Path) -> Check:
+    """Whether the installed versions are those the rows of results_dir recorded (a score may move with them):
+    something to know, not a failure."""
+    from baselines.bench import reproduce  # the rerun machinery is needed only here
+    from baselines.runner.registry import TASK_CODES
+    try:
+        differing = reproduce.version_notes(reproduce.recorded_commands(results_dir, TASK_CODES), versions())
+    except BaselinesError as error:
+        return Check("recorded versions", False, str(error))
+    if not differing:
+        return Check("recorded versions", True, f"those the rows of {results_dir} recorded")
+    return Check("recorded versions", None, "; ".join(differing) + f" (pip install -c {results_dir}/constraints.txt)")
 
 
 def _kiwi() -> Check:

@@ -38,6 +38,7 @@ class RecordedRow:
     headline: dict[str, float | None]
     machine: dict[str, str] | None  # where it was recorded (None for a row from before rows recorded it)
     commit: str | None = None  # the git commit of the code that recorded it, where the row names one
+    versions: dict[str, str] | None = None  # of Python and the libraries, as the row recorded them
 
 
 @dataclass
@@ -84,9 +85,12 @@ def recorded_commands(results_dir: Path, task_codes: Sequence[str]) -> dict[str,
                                         "or null for an undefined one)")
             machine = record.get("machine")
             commit = (record.get("code") or {}).get("git_commit") if isinstance(record.get("code"), dict) else None
+            recorded = record.get("versions")
             commands.setdefault(command, []).append(
                 RecordedRow(code, run, dict(headline), machine if isinstance(machine, dict) else None,
-                            commit if isinstance(commit, str) else None))
+                            commit if isinstance(commit, str) else None,
+                            {str(name): str(value) for name, value in recorded.items()}
+                            if isinstance(recorded, dict) else None))
     if len(commands) > MAX_RECORDED_COMMANDS:
         raise DataError(results_dir, None, f"records {len(commands):,} distinct commands for "
                                            f"{', '.join(task_codes)}; reproduce reruns at most "
@@ -230,3 +234,17 @@ def machine_notes(comparisons: Sequence[Comparison], here: dict[str, str]) -> li
         notes[f"this machine: {describe_machine(here)}"] = None
     return list(notes)
 
+
+
+def version_notes(commands: dict[str, list[RecordedRow]], installed: dict[str, str]) -> list[str]:
+    """One line per library (and Python) whose installed version is not the one the rows recorded: told before
+    anything reruns, since a score may move with them. The package's own version is left out (the commit
+    says which code recorded a row)."""
+    recorded: dict[str, set[str]] = {}
+    for rows in commands.values():
+        for row in rows:
+            for name, version in (row.versions or {}).items():
+                recorded.setdefault(name, set()).add(version)
+    return [f"{name}: the rows recorded {', '.join(sorted(recorded[name]))}; installed {version}"
+            for name, version in installed.items()
+            if name != "klue_baselines" and name in recorded and recorded[name] != {version}]

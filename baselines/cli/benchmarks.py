@@ -10,8 +10,9 @@ from baselines.bench import analysis as analysis_bench
 from baselines.bench import budget, long_inputs, reproduce
 from baselines.bench import peers as peers_bench
 from baselines.runner import results
+from baselines.runner.results import CONSTRAINTS_FILE
 from baselines.errors import UsageError
-from baselines.runtime.provenance import code_version, machine
+from baselines.runtime.provenance import code_version, machine, versions
 
 from baselines.runner.registry import TASK_CODES, get_task
 from baselines.cli._console import _print_table, command_line, console, friendly_errors
@@ -233,6 +234,13 @@ def reproduce_command(ctx, task_codes, results_dir: Path) -> None:
     """Rerun the commands recorded in results/ (each with an empty cache, into a temporary folder) and show
     each row's committed and rerun headline scores; exits non-zero on any difference."""
     out = console(ctx)
+    differing = reproduce.version_notes(reproduce.recorded_commands(results_dir, task_codes or TASK_CODES),
+                                        versions())
+    for note in differing:
+        click.echo(f"Warning: {note}", err=True)
+    if differing:
+        click.echo(f"Warning: the scores may differ for that; `pip install -c {results_dir / CONSTRAINTS_FILE}` "
+                   "installs the versions the rows recorded", err=True)
     comparisons = reproduce.reproduce(results_dir, task_codes or TASK_CODES, run, log=out.log)
     if not comparisons:
         raise UsageError(f"no recorded runs in {results_dir}")

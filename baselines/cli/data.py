@@ -58,13 +58,18 @@ def download(ctx: click.Context, task_codes: tuple[str, ...], data_dir: Path | N
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
 @click.option("--models-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Ready models from `train --all` (default: $KLUE_MODELS_DIR, else the per-user cache).")
+@click.option("--results-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Compare the versions its rows recorded with the installed ones (default: ./results, where "
+                   "it holds rows).")
 @click.pass_context
 @friendly_errors
-def doctor(ctx, data_dir: Path | None, models_dir: Path | None) -> None:
+def doctor(ctx, data_dir: Path | None, models_dir: Path | None, results_dir: Path | None) -> None:
     """Check that the install works, in under a minute: Python, Kiwi, every task's floor fitted and scored on the
     shipped sample; then which data and extras are there, and each ready model, loaded (up to about 20 s more for
     each of STS and NLI trained on the official data). Exits with 1 when a check fails."""
-    checks = doctor_checks.run_checks(data_dir, models_dir, console(ctx).log)
+    if results_dir is None and any(Path("results").glob("*.json")):
+        results_dir = Path("results")
+    checks = doctor_checks.run_checks(data_dir, models_dir, console(ctx).log, results_dir)
     for check in checks:
         mark = {True: "ok", False: "FAILED", None: "--"}[check.ok]
         click.echo(f"{mark:6} {check.name:16} {check.detail}")

@@ -550,6 +550,35 @@ def draw_results_figure(results_dir: Path, runs_by_task: dict[str, dict]) -> Pat
     return plots.results_chart(rows, results_dir / FIGURE_FOLDER / "results.png")
 
 
+CONSTRAINTS_FILE = "constraints.txt"
+# The distributions of provenance.versions(), by the key a row records them under.
+DISTRIBUTIONS = {"kiwipiepy": "kiwipiepy", "kiwipiepy_model": "kiwipiepy-model", "scikit_learn": "scikit-learn",
+                 "sklearn_crfsuite": "sklearn-crfsuite", "numpy": "numpy", "scipy": "scipy"}
+
+
+def constraints_text(runs_by_task: dict[str, dict]) -> str:
+    """pip constraints (`pip install -c`) of the versions the recorded rows used: a library pinned where every
+    row that names it agrees, listed in a comment where they do not; Python, which pip cannot install, in a
+    comment."""
+    recorded: dict[str, dict[str, int]] = {}
+    for runs in runs_by_task.values():
+        for record in runs.values():
+            for name, version in (record.get("versions") or {}).items():
+                recorded.setdefault(name, {}).setdefault(str(version), 0)
+                recorded[name][str(version)] += 1
+    lines = ["# The versions that produced the rows of this folder, written with its README: install them with",
+             "#   pip install -c results/constraints.txt -e .",
+             f"# Python: {', '.join(sorted(recorded.get('python', {}))) or 'not recorded'} (pip cannot pin it)"]
+    for key, distribution in DISTRIBUTIONS.items():
+        found = recorded.get(key, {})
+        if len(found) == 1:
+            lines.append(f"{distribution}=={next(iter(found))}")
+        elif found:
+            lines.append(f"# {distribution}: rows disagree ({', '.join(f'{v} in {n}' for v, n in sorted(found.items()))})"
+                         "; not pinned")
+    return "\n".join(lines) + "\n"
+
+
 def regenerate_readme(results_dir: Path) -> Path:
     """results/README.md from every results/<task>.json: the table, then the command behind each run; for KLUE
     results (not the sample), also the project README's tables and results/figures/results.png."""
@@ -603,7 +632,9 @@ def regenerate_readme(results_dir: Path) -> Path:
         "processes (`--jobs`), the largest worker's follows in brackets.",
         "",
         "Hyper-parameter searches (`tune`) are in `tuning/`, learning curves (`bench learning-curve`) in",
-        "`learning-curve/`; each file holds the command that wrote it.",
+        "`learning-curve/`; each file holds the command that wrote it. Each row's dev predictions are in",
+        f"`{PREDICTIONS_FOLDER}/` (gzipped JSON Lines that `score` and `compare` read), and `{CONSTRAINTS_FILE}` pins "
+        "the versions the rows used (`pip install -c`).",
         "",
         *scale_section(scales),
         *(["## Against the tools a user would pick instead (`bench peers`)", "", peers, "",
@@ -616,6 +647,8 @@ def regenerate_readme(results_dir: Path) -> Path:
     path = results_dir / "README.md"
     with atomic_output(path) as handle:
         handle.write(text)
+    with atomic_output(results_dir / CONSTRAINTS_FILE) as handle:
+        handle.write(constraints_text(runs_by_task))
     if not any(record.get("sample") for runs in runs_by_task.values() for record in runs.values()):
         # Only tables of KLUE results go into the project's pages; sample scores stay in their own folder.
         pages, rows = project_pages(results_dir.resolve().parent), table_rows(runs_by_task)
