@@ -1,4 +1,5 @@
-"""Prediction files shaped as neural pipelines write them are scored exactly as the same predictions in JSONL."""
+"""A researcher checking a neural result: prediction files as neural pipelines write them scored as our JSONL, a
+Trainer metric, invalid IOB2 counted, rows that ship their predictions, and results tables with nothing empty."""
 from __future__ import annotations
 
 import csv
@@ -241,3 +242,14 @@ def test_a_trainer_metric_refuses_what_it_cannot_score():
         api.metric("dp")
     with pytest.raises(PredictionError, match=r"expected logits of shape \(n, 7\)"):
         api.metric("ynat")((np.zeros((3, 5)), np.zeros(3, dtype=int)))
+
+
+def test_a_learning_curve_alone_writes_no_empty_run_table(tmp_path):
+    code, output = cli_quiet("bench", "learning-curve", "ynat", "--model", "trivial", "--fractions", "0.5,1",
+                             "--results-dir", tmp_path / "results")
+    assert code == 0, output
+    readme = (tmp_path / "results" / "README.md").read_text(encoding="utf-8")
+    assert "No `run` rows here yet" in readme and "| task | metric |" not in readme and "Summed seconds" not in readme
+    cli_quiet("run", "ynat", "--model", "trivial", "--results-dir", tmp_path / "results")
+    filled = (tmp_path / "results" / "README.md").read_text(encoding="utf-8")
+    assert "| ynat | macro_f1 | 100 |" in filled and "No `run` rows" not in filled
