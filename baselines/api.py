@@ -34,6 +34,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
 from sklearn.base import clone
 
 from baselines.data.locate import TaskData
@@ -575,6 +576,42 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
     if plots_dir is not None and results.chart_rows(_runs_by_task(folder or records)):
         log(f"results chart written to {results_figure(folder or records, plots_dir)}")
     return records
+
+
+def seed_spread(tasks: Sequence[str], seeds: Sequence[int], model: str | None = None, *,
+                data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
+                cv: int = 0, pos: str | None = None, jobs: int = 1, backend: str = "loky", log: Log = progress.say,
+                **params: Any) -> list[dict]:
+    """Each task's model trained and scored once per seed, as `run` does but recording nothing: per headline
+    metric the mean, the sample standard deviation, the lowest and the highest score over the seeds, and the
+    scores themselves. A model that takes no seed is run once, and says so ('seeded': False)."""
+    if len(seeds) < 2 or len(set(seeds)) != len(seeds):
+        raise UsageError(f"{setting('--seeds', 'seeds')} takes two or more distinct seeds, not {list(seeds)}")
+    codes = [task_code(task) for task in tasks] or list(TASK_CODES)
+    if (train or dev or params) and len(codes) != 1:
+        raise UsageError("training or dev files and hyper-parameters name one task's: give exactly one task")
+    spread = []
+    for code in codes:
+        data, name = locate(code, data_dir, train, dev, log), model_name(code, model, pos)
+        # Whether the model takes a seed is a property of its class: its defaults tell, no file of params needed.
+        _name, estimator = build.build_model(get_task(code), name, 0, resources(code, data_dir, train))
+        seeded = any(key in ("seed", "random_state") for key in estimator.get_params(deep=False))
+        records = []
+        for seed in seeds if seeded else seeds[:1]:
+            log(f"{code}: seed {seed}")
+            record, _predictions = evaluation.evaluate_task(get_task(code), data, model_name=name, seed=seed, cv=cv,
+                                                            log=log, params=params or None,
+                                                            workers=Workers(jobs, backend))
+            records.append(record)
+        for metric in records[0]["headline"]:
+            scores = [record["metrics"][metric] for record in records]
+            defined = [score for score in scores if score is not None]
+            spread.append({"task": code, "model": records[0]["model"], "metric": metric, "seeded": seeded,
+                           "seeds": list(seeds if seeded else seeds[:1]), "scores": scores,
+                           "mean": float(np.mean(defined)) if defined else None,
+                           "std": float(np.std(defined, ddof=1)) if len(defined) > 1 else None,
+                           "min": min(defined, default=None), "max": max(defined, default=None)})
+    return spread
 
 
 @_named_task

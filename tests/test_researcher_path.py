@@ -253,3 +253,21 @@ def test_a_learning_curve_alone_writes_no_empty_run_table(tmp_path):
     cli_quiet("run", "ynat", "--model", "trivial", "--results-dir", tmp_path / "results")
     filled = (tmp_path / "results" / "README.md").read_text(encoding="utf-8")
     assert "| ynat | macro_f1 | 100 |" in filled and "No `run` rows" not in filled
+
+
+# The fast CRF may tag a space B- before an entity: the scorer drops spaces and warns of the I- left first.
+@pytest.mark.filterwarnings("ignore:ner. .* predicted runs")
+def test_run_with_seeds_reports_the_spread_of_each_metric_and_records_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spread = api.seed_spread(["ner"], [0, 1], "fast", log=api.quiet)
+    assert [row["metric"] for row in spread] == ["entity_macro_f1", "char_macro_f1"]
+    for row in spread:
+        assert row["seeded"] and row["seeds"] == [0, 1] and len(row["scores"]) == 2
+        assert row["min"] <= row["mean"] <= row["max"] and row["std"] == pytest.approx(np.std(row["scores"], ddof=1))
+    assert spread[0]["scores"] == [api.run(["ner"], "fast", seed=seed, log=api.quiet)[0]["metrics"]["entity_macro_f1"]
+                                   for seed in (0, 1)]
+    code, output = cli_quiet("run", "ner", "--model", "fast", "--seeds", "0,1", "--format", "csv")
+    assert code == 0 and "task,model,metric,seeds,mean,std,min,max\nner,fast,entity_macro_f1,\"0,1\"," in output
+    assert not (tmp_path / "results").exists()
+    assert "drop --results-dir" in refused("run", "ynat", "--seeds", "0,1", "--results-dir", tmp_path / "r")
+    assert "two or more distinct seeds" in refused("run", "ynat", "--seeds", "3")

@@ -39,13 +39,35 @@ predictions_format_option = click.option(
               help="Also write the predictions that were scored (out-of-fold with --cv) to "
                    "<task>-<model>.jsonl here, as `score --predictions` reads them.")
 @plots_option
+@click.option("--seeds", default=None, metavar="S1,S2,...",
+              help="Run each model once per seed and print the mean, spread and range of each metric (a model "
+                   "that takes no seed runs once); nothing is recorded.")
 @table_format_option
 @click.pass_context
 @friendly_errors
 def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv: int, seed: int, jobs: int,
-        backend: str, pos, results_dir, predictions_dir, plots_dir, table_format: str) -> None:
+        backend: str, pos, results_dir, predictions_dir, plots_dir, seeds, table_format: str) -> None:
     """Train and evaluate (all tasks by default), print the table and record results/. With --plots: each
-    task's confusion matrix and F1 per class, and the results chart."""
+    task's confusion matrix and F1 per class, and the results chart. With --seeds: the spread over seeds."""
+    if seeds is not None:
+        given = [name for name, value in (("--seed", seed), ("--results-dir", results_dir),
+                                          ("--predictions-dir", predictions_dir), ("--plots", plots_dir)) if value]
+        if given:
+            raise click.BadParameter(f"--seeds records nothing and sets every seed: drop {', '.join(given)}",
+                                     param_hint="--seeds")
+        try:
+            chosen = [int(value) for value in seeds.split(",")]
+        except ValueError:
+            raise click.BadParameter(f"{seeds!r}: expected seeds as whole numbers joined by commas, such as 0,1,2",
+                                     param_hint="--seeds") from None
+        spread = api.seed_spread(task_codes, chosen, model_name, data_dir=data_dir, train=train_file, dev=dev_file,
+                                 cv=cv, pos=pos, jobs=jobs, backend=backend, log=console(ctx).log, **params)
+        _print_table(["task", "model", "metric", "seeds", "mean", "std", "min", "max"], [[
+            row["task"], row["model"], row["metric"], ",".join(map(str, row["seeds"])) + ("" if row["seeded"] else
+                                                                                          " (takes no seed)"),
+            results.format_score(row["mean"]), results.format_score(row["std"]), results.format_score(row["min"]),
+            results.format_score(row["max"])] for row in spread], table_format)
+        return
     records = api.run(task_codes, model_name, data_dir=data_dir, train=train_file, dev=dev_file, cv=cv, seed=seed,
                       pos=pos, results_dir=results_dir, predictions_dir=predictions_dir, plots_dir=plots_dir,
                       command=command_line(), jobs=jobs, backend=backend, log=console(ctx).log, **params)
