@@ -787,6 +787,7 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
         row["p_holm"] = adjusted  # corrected for testing as many differences as the breakdown has rows
     compared["breakdown"] = sorted(breakdown_rows, key=lambda row: -abs(row["difference"] or 0.0))
     compared.update(_reviewer_answers(spec, records, rows_a, rows_b, examples))
+    compared["anchors"] = results.anchors_beside(task, [row["metric"] for row in compared["metrics"]])
     return {"task": task, **{name: str(value) for name, value in (
         ("gold", gold), ("a", predictions_a), ("b", predictions_b)) if _is_path(value)}, **compared}
 

@@ -243,6 +243,7 @@ def compare_command(ctx, task: str, gold_path: Path, predictions_paths: tuple[Pa
             _p_value(row["p_value"], row.get("p_value_is_bound", False)),
             *([_p_value(row["p_holm"], row.get("p_value_is_bound", False))] if title else [])] for row in rows],
             table_format)
+    click.echo(f"\n{compared['anchors']['note']}")
     if "mcnemar" in compared:
         test = compared["mcnemar"]
         click.echo(f"\nMcNemar's exact test ({test['unit']}s right in one system only): A {test['only_a_right']:,}, "

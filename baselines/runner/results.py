@@ -322,6 +322,16 @@ ANCHOR_NOTE = ("Published scores of neural models on the KLUE v1.1 **test** set 
                "(attachment accuracy), and the macro rows have none.")
 
 
+def anchors_beside(task: str, metrics: Sequence[str]) -> dict:
+    """What `compare` can cite beside dev scores of `metrics`: published dev-set scores of neural models (none
+    is available to this project, so none), and where the test-set ones are, labelled as such."""
+    tested = [metric for metric in metrics if metric in ANCHORS.get(task, {})]
+    return {"dev": [], "note": (f"No dev-set score of a neural model is published for {task} {', '.join(tested)} "
+                                "to cite beside these dev scores; the published test-set scores (KLUE README) stand "
+                                "in their own table in results/README.md and are not comparable.") if tested else
+            f"No published neural score for {task} {', '.join(metrics) or 'these metrics'}."}
+
+
 def anchor_section(runs_by_task: dict[str, dict], codes: Sequence[str] | None = None) -> str:
     """The published test-set scores (anchor_rows) of the tasks `codes` (all by default), and their notes."""
     rows = [row for row in anchor_rows(runs_by_task) if codes is None or row[0] in codes]
