@@ -136,27 +136,23 @@ def test_the_cli_says_which_format_it_read_and_a_flag_forces_one(tmp_path):
     assert str(path) in message and "JSON" in message
 
 
-@pytest.mark.parametrize("content, where, expected", [
-    ("index\tprediction\n0\t경제\n1\t경졔\n", "line 3", "'경졔' is not a class of YNAT"),
-    ("index\tprediction\n0\t7\n", "line 2", "class id 7 is outside the 7 classes"),
-    ("index\tprediction\n0\t경제\n0\t경제\n", None, "index 1 is missing"),
-    ("index\tprediction\n0\t경제\n", None, "1 predictions without guids for 100 gold records"),
-    ("guid,topic\nynat-v1_dev_00000,경제\n", "line 1", "expected a column named prediction"),
-    ("guid,prediction\nynat-v1_dev_00000\n", "line 2", "1 fields for the header's 2"),
+@pytest.mark.parametrize("task, content, where, expected", [
+    ("ynat", "index\tprediction\n0\t경제\n1\t경졔\n", "line 3", "'경졔' is not a class of YNAT"),
+    ("ynat", "index\tprediction\n0\t7\n", "line 2", "class id 7 is outside the 7 classes"),
+    ("ynat", "index\tprediction\n0\t경제\n0\t경제\n", None, "index 1 is missing"),
+    ("ynat", "index\tprediction\n0\t경제\n", None, "1 predictions without guids for 100 gold records"),
+    ("ynat", "guid,topic\nynat-v1_dev_00000,경제\n", "line 1", "expected a column named prediction"),
+    ("ynat", "guid,prediction\nynat-v1_dev_00000\n", "line 2", "1 fields for the header's 2"),
+    ("sts", "index\tprediction\n0\tsimilar\n", "line 2", "'similar' is not a number"),
+    ("nli", "the model did well\n", None,
+     "a Hugging Face predict_results file (index<TAB>prediction), a JSON array, CSV or TSV"),
 ])
-def test_a_wrong_file_is_one_error_naming_file_line_and_expectation(tmp_path, content, where, expected):
+def test_a_wrong_file_is_one_error_naming_file_line_and_expectation(tmp_path, task, content, where, expected):
     path = tmp_path / "predictions.txt"
     path.write_text(content, encoding="utf-8")
-    message = refused("score", "ynat", "--gold", str(sample_file("ynat")), "--predictions", str(path))
+    message = refused("score", task, "--gold", str(sample_file(task)), "--predictions", str(path))
     assert message.startswith("Error:") and str(path) in message and expected in message
     assert where is None or where in message
-
-
-def test_sts_text_that_is_not_a_number_is_refused(tmp_path):
-    path = tmp_path / "predict_results_sts.txt"
-    path.write_text("index\tprediction\n0\tsimilar\n", encoding="utf-8")
-    message = refused("score", "sts", "--gold", str(sample_file("sts")), "--predictions", str(path))
-    assert "line 2" in message and "'similar' is not a number" in message
 
 
 def test_ner_lines_of_the_wrong_length_name_the_sentence(tmp_path):
@@ -165,13 +161,6 @@ def test_ner_lines_of_the_wrong_length_name_the_sentence(tmp_path):
     path = hf_ner_predictions(tmp_path / "predictions.txt", "ner", values, spaces=True)
     message = refused("score", "ner", "--gold", str(sample_file("ner")), "--predictions", str(path))
     assert str(path) in message and sample_records("ner")[4].guid in message
-
-
-def test_a_text_file_that_is_no_known_format_lists_what_is_read(tmp_path):
-    path = tmp_path / "notes.txt"
-    path.write_text("the model did well\n", encoding="utf-8")
-    message = refused("score", "nli", "--gold", str(sample_file("nli")), "--predictions", str(path))
-    assert "predict_results" in message and "CSV" in message
 
 
 def test_runs_that_begin_with_inside_tags_are_counted_in_a_warning_and_not_scored(tmp_path):

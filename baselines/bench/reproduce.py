@@ -235,7 +235,6 @@ def machine_notes(comparisons: Sequence[Comparison], here: dict[str, str]) -> li
     return list(notes)
 
 
-
 def version_notes(commands: dict[str, list[RecordedRow]], installed: dict[str, str]) -> list[str]:
     """One line per library (and Python) whose installed version is not the one the rows recorded: told before
     anything reruns, since a score may move with them. The package's own version is left out (the commit

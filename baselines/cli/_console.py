@@ -100,10 +100,9 @@ def _print_table(header: list[str], rows: list[list[str]], table_format: str = "
         click.echo("\n".join([lines[0], "|" + "---|" * len(header), *lines[1:]]))
     elif table_format == "latex":
         escaped = [["".join(_LATEX_SPECIAL.get(char, char) for char in cell) for cell in row] for row in cells]
-        click.echo("\n".join([r"\begin{tabular}{" + "l" * len(header) + "}", r"\toprule",
-                               " & ".join(escaped[0]) + r" \\", r"\midrule",
-                               *(" & ".join(row) + r" \\" for row in escaped[1:]), r"\bottomrule",
-                               r"\end{tabular}"]))
+        body = [" & ".join(row) + r" \\" for row in escaped]
+        click.echo("\n".join([r"\begin{tabular}{" + "l" * len(header) + "}", r"\toprule", body[0], r"\midrule",
+                              *body[1:], r"\bottomrule", r"\end{tabular}"]))
     else:
         widths = [max(_display_width(row[i]) for row in cells) for i in range(len(header))]
         for row in cells:

@@ -230,8 +230,8 @@ def compare_command(ctx, task: str, gold_path: Path, predictions_paths: tuple[Pa
         return
     click.echo(f"A: {predictions_paths[0]}\nB: {predictions_paths[1]}\n{compared['resamples']} paired resamples of "
                f"{compared['units']} units (seed {compared['seed']})")
-    for title, rows in (("", compared["metrics"]), ("where, the largest |B - A| first (p Holm: corrected for the "
-                                                     f"{len(compared['breakdown'])} rows):", compared["breakdown"])):
+    where = (f"where, the largest |B - A| first (p Holm: corrected for the {len(compared['breakdown'])} rows):")
+    for title, rows in (("", compared["metrics"]), (where, compared["breakdown"])):
         if not rows:
             continue
         if title:

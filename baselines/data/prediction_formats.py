@@ -239,4 +239,3 @@ def _lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return [line.rstrip("\r") for line in lines]
-

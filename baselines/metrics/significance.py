@@ -151,7 +151,7 @@ def score_intervals(spec: TaskSpec, records: Sequence, predictions: Sequence[dic
     for column, metric in enumerate(metrics):
         defined = np.sort(scores[:, column][~np.isnan(scores[:, column])])
         tail = math.ceil(TAIL * len(defined))
-        intervals[metric] = None if not len(defined) else [float(defined[tail - 1]), float(defined[len(defined) - tail])]
+        intervals[metric] = [float(defined[tail - 1]), float(defined[len(defined) - tail])] if len(defined) else None
     return {"units": units, "resamples": resamples, "seed": seed, "intervals": intervals}
 
 

@@ -435,8 +435,7 @@ def prediction_rows(task: TaskSpec, predictions: Predictions, kind: str = predic
     MRC's {id: answer}."""
     if isinstance(predictions, Path):
         found, rows = read_predictions_as(task, predictions, kind)
-        log(f"{predictions}: read as {prediction_formats.DESCRIBED.get(found, found)}, "
-                     f"{len(rows):,} predictions")
+        log(f"{predictions}: read as {prediction_formats.DESCRIBED.get(found, found)}, {len(rows):,} predictions")
         return rows
     if isinstance(predictions, dict):
         rows = task.prediction_files.from_object(predictions)

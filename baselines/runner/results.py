@@ -584,8 +584,8 @@ def constraints_text(runs_by_task: dict[str, dict]) -> str:
         if len(found) == 1:
             lines.append(f"{distribution}=={next(iter(found))}")
         elif found:
-            lines.append(f"# {distribution}: rows disagree ({', '.join(f'{v} in {n}' for v, n in sorted(found.items()))})"
-                         "; not pinned")
+            versions_found = ", ".join(f"{version} in {rows}" for version, rows in sorted(found.items()))
+            lines.append(f"# {distribution}: rows disagree ({versions_found}); not pinned")
     return "\n".join(lines) + "\n"
 
 
@@ -597,8 +597,8 @@ def _run_sections(runs_by_task: dict[str, dict], commands: list[str]) -> list[st
             "## Published neural scores (test set)", "", anchor_section(runs_by_task), "",
             *protocol_section(runs_by_task),
             "## How each row was produced", "",
-            "| task | model | command | commit | protocol | seconds | peak RSS (MiB) |", "|---|---|---|---|---|---|---|",
-            *commands, ""]
+            "| task | model | command | commit | protocol | seconds | peak RSS (MiB) |",
+            "|---|---|---|---|---|---|---|", *commands, ""]
 
 
 def regenerate_readme(results_dir: Path) -> Path:
@@ -661,8 +661,8 @@ def regenerate_readme(results_dir: Path) -> Path:
     if not any(record.get("sample") for runs in runs_by_task.values() for record in runs.values()):
         # Only tables of KLUE results go into the project's pages; sample scores stay in their own folder.
         pages, rows = project_pages(results_dir.resolve().parent), table_rows(runs_by_task)
-        update_pages(pages, "\n\n".join([markdown_table(rows), *table_notes(runs_by_task, TABLE_NOTES[:1]),
-                                            anchor_section(runs_by_task)]))
+        notes = table_notes(runs_by_task, TABLE_NOTES[:1])
+        update_pages(pages, "\n\n".join([markdown_table(rows), *notes, anchor_section(runs_by_task)]))
         for code in runs_by_task:  # each task's page: its own rows
             update_pages([page for page in pages if page.name == f"{code}.md" and page.parent.name == "tasks"],
                          markdown_table([row for row in rows if row[0] == code]) + "\n\n"

@@ -204,7 +204,6 @@ class AllOutsideTagger(NothingLearnt, BaseEstimator):
         return [["O"] * len(record.text) for record in self._fitted_records(X)]
 
 
-
 def repair_iob2(tags: Sequence[str]) -> list[str]:
     """Valid IOB2: an I-X that does not continue a B-X/I-X starts the entity, so it becomes B-X."""
     repaired = []
@@ -714,7 +713,6 @@ class CharacterCRF(TaskModel, BaseEstimator):
         return [text.tags_to_original(tags) if text.changed else tags for text, tags in zip(texts, tagged)]
 
 
-
 def compare(records: Sequence[NerSentence], aligned: Sequence[dict]) -> Comparison:
     """Entities, span by span: a gold entity against the type of the predicted entity with exactly its span
     ('O': missed), and a predicted entity that no gold one spans against 'O' (made up). Per type, this gives
@@ -735,7 +733,6 @@ def compare(records: Sequence[NerSentence], aligned: Sequence[dict]) -> Comparis
                                                 for (start, end), kind in
                                                 sorted(entities.items())) or "-" for entities in (gold, pred)))
     return comparison
-
 
 
 ENTITY_ERROR_TYPES = ("correct", "wrong boundary", "wrong type", "wrong boundary and type", "missed", "spurious")
