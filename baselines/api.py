@@ -12,7 +12,7 @@ Data         `data_file`, `locate`, `training_file`, `load`, `load_xy`, `resourc
              `load_hub`, `task_spec`
 Models       `model_name`, `make_model`, `fit`, `train`, `load_model`, `saved_or_fitted`, `predict`,
              `predict_file`
-Scores       `score`, `read_predictions`, `metric`, `evaluate`, `run`, `learning_curve`, `tune`
+Scores       `score`, `read_predictions`, `metric`, `evaluate`, `run`, `seed_spread`, `learning_curve`, `tune`
 Teaching     `explain`, `check_explainable`, `explanation_table`, `report`, `report_figures`,
              `report_figure_paths`, `compare`, `show`, `analyze`, `features`, `use_korean_font`,
              `learning_curve_figure`, `results_figure`
