@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from baselines.cli import main
 from baselines.data import hf, prediction_formats
 from baselines.data.fileio import file_sha256
 from baselines.errors import InputWarning, PredictionError, UsageError
-from helpers import cli as cli_quiet, refused, sample_file, sample_records, write_json
+from helpers import REPO, cli as cli_quiet, refused, sample_file, shared_folder, sample_records, write_json
 
 TASKS = ("ynat", "nli", "sts", "ner", "re")
 # RE's AUPRC needs class probabilities, which these files do not carry: the warning that says so is expected.
@@ -260,3 +261,25 @@ def test_run_with_seeds_reports_the_spread_of_each_metric_and_records_nothing(tm
     assert not (tmp_path / "results").exists()
     assert "drop --results-dir" in refused("run", "ynat", "--seeds", "0,1", "--results-dir", tmp_path / "r")
     assert "two or more distinct seeds" in refused("run", "ynat", "--seeds", "3")
+
+
+def recorded_rows_with_predictions() -> list[tuple[str, str]]:
+    rows = []
+    for task in ("ynat", "sts", "nli", "ner", "re", "dp", "mrc", "wos"):
+        runs = json.loads((REPO / "results" / f"{task}.json").read_text(encoding="utf-8"))["runs"]
+        rows.extend((task, name) for name in sorted(runs) if name in (api.task_spec(task).default_model, "fast"))
+    return rows
+
+
+@pytest.mark.parametrize("task, row", recorded_rows_with_predictions())
+def test_the_shipped_dev_predictions_of_each_row_score_to_its_recorded_numbers(task, row):
+    """What `compare` reads when a researcher sets a neural model against our default or fast setting."""
+    shared = shared_folder("klue", "the KLUE files the rows were scored on")
+    record = json.loads((REPO / "results" / f"{task}.json").read_text(encoding="utf-8"))["runs"][row]
+    shipped = REPO / "results" / record["predictions"]["file"]
+    assert file_sha256(shipped) == record["predictions"]["sha256"]
+    dev = next(entry for entry in record["files"] if entry.get("official_name") == api.task_spec(task).dev_file)
+    gold = shared / Path(dev["path"]).relative_to("../shared/klue")
+    assert file_sha256(gold) == dev["sha256"]
+    rescored = api.results.jsonable_scores(api.score(task, gold, shipped, log=api.quiet), 6)
+    assert rescored == record["metrics"]

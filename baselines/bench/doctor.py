@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from baselines.bench import reproduce
 from baselines.data import sources
 from baselines.data.locate import locate
 from baselines.errors import BaselinesError
 from baselines.runner import evaluate, ready
-from baselines.runner.registry import all_tasks, get_task
+from baselines.runner.registry import TASK_CODES, all_tasks, get_task
 from baselines.runtime import progress
 from baselines.runtime.provenance import versions
 from features import analysis
@@ -67,8 +68,6 @@ def run_checks(data_dir: Path | None = None, models_dir: Path | None = None,
 def _recorded_versions(results_dir: Path) -> Check:
     """Whether the installed versions are those the rows of results_dir recorded (a score may move with them):
     something to know, not a failure."""
-    from baselines.bench import reproduce  # the rerun machinery is needed only here
-    from baselines.runner.registry import TASK_CODES
     try:
         differing = reproduce.version_notes(reproduce.recorded_commands(results_dir, TASK_CODES), versions())
     except BaselinesError as error:
