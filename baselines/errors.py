@@ -21,8 +21,8 @@ from features.cache import CacheWarning
 from features.analysis import TextTooLong
 from features.embeddings import EmbeddingFileError
 
-__all__ = ["BaselinesError", "BaselinesWarning", "BackendError", "CacheWarning", "DataError", "DownloadError",
-           "EmbeddingFileError", "InputWarning", "ModelFileError", "PlotsUnavailable", "PredictionError",
+__all__ = ["BaselinesError", "BaselinesWarning", "BackendError", "CacheWarning", "CardError", "DataError",
+           "DownloadError", "EmbeddingFileError", "InputWarning", "ModelFileError", "PlotsUnavailable", "PredictionError",
            "RefusedCommandWarning", "SampleDataWarning", "SampleOverResults", "TextTooLong", "TrainingDataError",
            "UnknownTask", "UsageError", "EXPLAINED_ERRORS"]
 
@@ -112,6 +112,10 @@ class BackendError(BaselinesError):
 
 class SampleOverResults(BaselinesError):
     """A run on the shipped sample asked to replace runs on KLUE data."""
+
+
+class CardError(BaselinesError, ValueError):
+    """A task's card (baselines/tasks/<code>/card.json) that lacks a field or holds a wrong one."""
 
 
 class PlotsUnavailable(BaselinesError):

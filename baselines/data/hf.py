@@ -27,24 +27,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from baselines.data import cards
 from baselines.data.fileio import DataError, looks_like_jsonl, read_jsonl
 from baselines.errors import caller_stacklevel, InputWarning
 from baselines.metrics.scoring import NER_TAGS
 
 HF_EXTRA_HINT = 'reading parquet and save_to_disk files needs the hf extra: pip install "klue-baselines[hf]"'
-
-RE_LABELS = (
-    "no_relation", "org:dissolved", "org:founded", "org:place_of_headquarters", "org:alternate_names",
-    "org:member_of", "org:members", "org:political/religious_affiliation", "org:product", "org:founded_by",
-    "org:top_members/employees", "org:number_of_employees/members", "per:date_of_birth", "per:date_of_death",
-    "per:place_of_birth", "per:place_of_death", "per:place_of_residence", "per:origin", "per:employee_of",
-    "per:schools_attended", "per:alternate_names", "per:parents", "per:children", "per:siblings", "per:spouse",
-    "per:other_family", "per:colleagues", "per:product", "per:religion", "per:title",
-)
-# The HF NER ClassLabel order: B- and I- per type in the order DT, LC, OG, PS, QT, TI, then O.
-HF_NER_TAGS = tuple(f"{prefix}-{kind}" for kind in ("DT", "LC", "OG", "PS", "QT", "TI") for prefix in "BI") + ("O",)
-assert set(HF_NER_TAGS) == set(NER_TAGS)
-
 
 @dataclass(frozen=True)
 class HfSchema:
@@ -67,27 +55,17 @@ class HfSchema:
     class_scores: dict[str, str] = field(default_factory=dict)
 
 
-# The mapping, config by config (fields and ClassLabel orders as the shipped datasets/klue/klue.py has them).
-SCHEMAS: dict[str, HfSchema] = {schema.config: schema for schema in (
-    HfSchema("ynat", ("guid", "title", "label", "url", "date"),
-             {"label": ("IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치")},
-             {"label": "label", "probs": "probs"}, {"train": 45678, "dev": 9107}, class_scores={"probs": "label"}),
-    HfSchema("sts", ("guid", "source", "sentence1", "sentence2", "labels"), {}, {"label": "score"},
-             {"train": 11668, "dev": 519}),
-    HfSchema("nli", ("guid", "source", "premise", "hypothesis", "label"),
-             {"label": ("entailment", "neutral", "contradiction")}, {"label": "label", "probs": "probs"},
-             {"train": 24998, "dev": 3000}, class_scores={"probs": "label"}),
-    HfSchema("ner", ("sentence", "tokens", "ner_tags"), {"ner_tags": HF_NER_TAGS}, {"ner_tags": "tags"},
-             {"train": 21008, "dev": 5000}, "klue-ner-v1_{split}_{index:05d}"),
-    HfSchema("re", ("guid", "sentence", "subject_entity", "object_entity", "label", "source"),
-             {"label": RE_LABELS}, {"label": "label", "probs": "probs"}, {"train": 32470, "dev": 7765},
-             class_scores={"probs": "label"}),
-    HfSchema("dp", ("sentence", "index", "word_form", "lemma", "pos", "head", "deprel"), {},
-             {"head": "heads", "deprel": "deprels"}, {"train": 10000, "dev": 2000}, "klue-dp-v1_{split}_{index:05d}"),
-    HfSchema("mrc", ("title", "context", "news_category", "source", "guid", "is_impossible", "question_type",
-                     "question", "answers"), {}, {"prediction_text": "answer"}, {"train": 17554, "dev": 5841}),
-    HfSchema("wos", ("guid", "domains", "dialogue"), {}, {"state": "states"}, {"train": 8000, "dev": 1000}),
-)}
+# The mapping, config by config, from each task's card (fields and ClassLabel orders as the shipped
+# datasets/klue/klue.py has them).
+SCHEMAS: dict[str, HfSchema] = {card.code: HfSchema(
+    card.huggingface["config"], tuple(card.huggingface["fields"]),
+    {column: tuple(names) for column, names in card.huggingface["labels"].items()},
+    dict(card.huggingface["predictions"]), dict(card.huggingface["split_sizes"]), card.huggingface["guid_stem"],
+    dict(card.huggingface["class_scores"])) for card in cards.built_in_cards()}
+RE_LABELS = SCHEMAS["re"].labels["label"]
+# The HF NER ClassLabel order: B- and I- per type in the order DT, LC, OG, PS, QT, TI, then O.
+HF_NER_TAGS = SCHEMAS["ner"].labels["ner_tags"]
+assert set(HF_NER_TAGS) == set(NER_TAGS)
 
 
 def label_name(schema: HfSchema, column: str, value: Any, path: Path, where: str) -> str | None:

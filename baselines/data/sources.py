@@ -2,18 +2,18 @@
 from __future__ import annotations
 
 import contextlib
-import csv
 import functools
 import hashlib
 import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable
 
+from baselines.data import cards
+from baselines.data.cards import DerivedFile, OfficialFile
 from baselines.data.fileio import atomic_output, file_sha256
 from baselines.taskspec import TaskSpec
 from baselines.errors import DownloadError, setting
@@ -21,41 +21,15 @@ from baselines.errors import DownloadError, setting
 DATA_DIR_VARIABLE = "KLUE_DATA_DIR"
 
 
-@dataclass(frozen=True)
-class OfficialFile:
-    name: str
-    size: int
-    sha256: str
-    url: str
-
-
 def official_manifest() -> dict[str, OfficialFile]:
-    """The 18 official KLUE v1.1 files (size, sha256, URL at the v1.1 commit), shipped with the package."""
-    text = resources.files("baselines").joinpath("data/official_files.tsv").read_text(encoding="utf-8")
-    rows = csv.DictReader(text.splitlines(), delimiter="\t")
-    return {row["file"]: OfficialFile(row["file"], int(row["bytes"]), row["sha256"], row["url"]) for row in rows}
-
-
-@dataclass(frozen=True)
-class DerivedFile:
-    """A file that is not an official file's bytes but is known to hold its records, whole or a listed part
-    (derived_files.tsv): a reconstruction, an export in the official layout, the prefix copies of the data
-    README. Its scores are recorded under the official protocols, each file's derivation beside them."""
-    official_name: str
-    size: int
-    sha256: str
-    records: int
-    part: bool  # a part of the official file's records, not all of them
-    derivation: str
+    """The official KLUE v1.1 files (size, sha256, URL at the v1.1 commit), from every task's card."""
+    return {entry.name: entry for card in cards.built_in_cards() for entry in card.official_files}
 
 
 @functools.cache
 def derived_manifest() -> dict[str, DerivedFile]:
-    """sha256 -> the listed derivation of an official file (see DerivedFile), shipped with the package."""
-    text = resources.files("baselines").joinpath("data/derived_files.tsv").read_text(encoding="utf-8")
-    return {row["sha256"]: DerivedFile(row["file"], int(row["bytes"]), row["sha256"], int(row["records"]),
-                                       row["part"] == "part", row["derivation"])
-            for row in csv.DictReader(text.splitlines(), delimiter="\t")}
+    """sha256 -> the listed derivation of an official file (see cards.DerivedFile), from every task's card."""
+    return {entry.sha256: entry for card in cards.built_in_cards() for entry in card.derived_files}
 
 
 def sample_dir() -> Path:

@@ -4,10 +4,12 @@ from __future__ import annotations
 import difflib
 import importlib
 
+from baselines.data import cards
 from baselines.taskspec import TaskSpec
 from baselines.errors import UnknownTask
 
-TASK_CODES = ("ynat", "sts", "nli", "ner", "re", "dp", "mrc", "wos")
+# The built-in tasks, in their cards' order.
+TASK_CODES = tuple(card.code for card in cards.built_in_cards())
 
 
 def did_you_mean(name: str, known: list[str] | tuple[str, ...]) -> str:

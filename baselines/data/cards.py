@@ -1,0 +1,106 @@
+"""Each task's card: what is known about a task as data (baselines/tasks/<code>/card.json), read without importing it.
+
+A card holds the task's code and order, its titles in English and Korean, the folder of its official files, those
+files with their size, sha256 and URL, the listed derivations of them (reconstructions and prefix copies whose
+scores count under the official protocols), the Hugging Face `klue` config's schema, the published scores of
+neural models with their split and source, and the citation. Listing tasks, checking downloads, reading Hugging
+Face files and labelling published scores read cards only; the task's code is imported when a task is run.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from baselines.errors import CardError
+
+CARD_FILE = "card.json"
+CARD_FIELDS = ("code", "order", "title", "folder", "official_files", "derived_files", "huggingface", "published",
+               "citation")
+
+
+@dataclass(frozen=True)
+class OfficialFile:
+    name: str
+    size: int
+    sha256: str
+    url: str
+
+
+@dataclass(frozen=True)
+class DerivedFile:
+    """A file that is not an official file's bytes but is known to hold its records, whole or a listed part: a
+    reconstruction, an export in the official layout, the prefix copies of the data README. Its scores are
+    recorded under the official protocols, each file's derivation beside them."""
+    official_name: str
+    size: int
+    sha256: str
+    records: int
+    part: bool  # a part of the official file's records, not all of them
+    derivation: str
+
+
+@dataclass(frozen=True)
+class Published:
+    """A neural model's published scores on one split, with where they were published."""
+    model: str
+    split: str
+    source: str
+    scores: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Card:
+    code: str
+    order: int
+    title: str
+    title_ko: str
+    folder: str
+    official_files: tuple[OfficialFile, ...]
+    derived_files: tuple[DerivedFile, ...]
+    huggingface: dict[str, Any]
+    published: tuple[Published, ...]
+    citation: str
+
+
+def _card(data: Any, where: str) -> Card:
+    if not isinstance(data, dict) or set(CARD_FIELDS) - set(data):
+        missing = sorted(set(CARD_FIELDS) - set(data)) if isinstance(data, dict) else list(CARD_FIELDS)
+        raise CardError(f"{where}: a task card needs {', '.join(CARD_FIELDS)}; missing {', '.join(missing)}")
+    try:
+        return Card(
+            str(data["code"]), int(data["order"]), str(data["title"]["en"]), str(data["title"]["ko"]),
+            str(data["folder"]),
+            tuple(OfficialFile(item["file"], int(item["bytes"]), item["sha256"], item["url"])
+                  for item in data["official_files"]),
+            tuple(DerivedFile(item["file"], int(item["bytes"]), item["sha256"], int(item["records"]),
+                              bool(item["part"]), item["derivation"]) for item in data["derived_files"]),
+            dict(data["huggingface"]),
+            tuple(Published(item["model"], item["split"], item["source"],
+                            {metric: float(score) for metric, score in item["scores"].items()})
+                  for item in data["published"]),
+            str(data["citation"]))
+    except (KeyError, TypeError, ValueError) as error:
+        raise CardError(f"{where}: {type(error).__name__}: {error}") from None
+
+
+@functools.cache
+def built_in_cards() -> tuple[Card, ...]:
+    """The cards of the tasks in baselines/tasks/, in their order."""
+    folder = resources.files("baselines").joinpath("tasks")
+    found = []
+    for entry in folder.iterdir():
+        card_file = entry.joinpath(CARD_FILE)
+        if entry.is_dir() and card_file.is_file():
+            where = f"baselines/tasks/{entry.name}/{CARD_FILE}"
+            card = _card(json.loads(card_file.read_text(encoding="utf-8")), where)
+            if card.code != entry.name:
+                raise CardError(f"{where}: its code {card.code!r} is not its folder's name")
+            found.append(card)
+    return tuple(sorted(found, key=lambda card: (card.order, card.code)))
+
+
+def card_of(code: str) -> Card:
+    return {card.code: card for card in built_in_cards()}[code]

@@ -1,0 +1,53 @@
+"""Every task's card is complete and agrees with the task it describes (the conformance test of the registry)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from baselines import api
+from baselines.data import cards
+from baselines.runner.registry import TASK_CODES, get_task
+from helpers import REPO, sample_file
+
+CARDS = {card.code: card for card in cards.built_in_cards()}
+
+
+def test_the_registry_lists_the_tasks_whose_folders_hold_a_card_in_their_order():
+    folders = sorted(path.parent.name for path in (REPO / "baselines" / "tasks").glob("*/card.json"))
+    assert sorted(TASK_CODES) == folders and list(TASK_CODES) == [card.code for card in cards.built_in_cards()]
+    assert [card.order for card in cards.built_in_cards()] == sorted({card.order for card in CARDS.values()})
+
+
+@pytest.mark.parametrize("code", TASK_CODES)
+def test_a_card_is_complete_and_agrees_with_its_task(code):
+    card, spec = CARDS[code], get_task(code)
+    assert card.title == spec.title and card.title_ko and card.folder == spec.folder and "CC BY-SA" in card.citation
+    names = {entry.name for entry in card.official_files}
+    assert spec.dev_file in names and (spec.train_file is None or spec.train_file in names)
+    assert set(spec.extra_files) <= names
+    for entry in card.official_files:
+        assert len(entry.sha256) == 64 and entry.size > 0 and entry.url.endswith(f"/{card.folder}/{entry.name}")
+    for derived in card.derived_files:
+        assert derived.official_name in names and derived.sha256 not in {e.sha256 for e in card.official_files}
+    for published in card.published:  # published scores name headline metrics, on a stated split, with a source
+        assert set(published.scores) <= set(spec.headline) and published.split in ("dev", "test") and published.source
+    schema = card.huggingface
+    assert schema["config"] and schema["fields"] and all(schema["predictions"].values())
+    assert set(schema["class_scores"].values()) <= set(schema["labels"])
+    assert set(schema["split_sizes"]) <= {"train", "dev"} and all(size > 0 for size in schema["split_sizes"].values())
+    records = api.load(code, sample_file(code))  # its sample loads, and its floor scores on it
+    assert records and api.score(code, sample_file(code), api.predict(
+        code, api.fit(code, sample_file(code, "train"), "trivial", log=api.quiet), records, log=api.quiet),
+        log=api.quiet)
+
+
+def test_a_card_missing_a_field_is_an_error_that_names_it():
+    data = json.loads((REPO / "baselines" / "tasks" / "nli" / "card.json").read_text(encoding="utf-8"))
+    del data["published"]
+    with pytest.raises(cards.CardError, match="missing published"):
+        cards._card(data, "nli/card.json")
+    data = {**json.loads((REPO / "baselines" / "tasks" / "nli" / "card.json").read_text(encoding="utf-8")),
+            "official_files": [{"file": "x"}]}
+    with pytest.raises(cards.CardError, match="nli/card.json: KeyError"):
+        cards._card(data, "nli/card.json")
