@@ -34,6 +34,12 @@ def write_json(path: Path, data) -> Path:
     return path
 
 
+def write_lines(path: Path, rows: list) -> Path:
+    """Rows as JSON Lines at `path`, which is returned."""
+    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
 def sample_file(task: str, split: str = "dev") -> Path:
     """A file of the sample shipped in the package: the task's dev file, or its training file."""
     spec = get_task(task)

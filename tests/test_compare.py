@@ -18,12 +18,7 @@ from baselines.runner.registry import get_task
 from baselines.runtime.parallel import Workers
 from baselines.metrics import scoring
 from baselines.metrics.significance import interval, resampling_units
-from helpers import invoke, sample_file, sample_records
-
-
-def write_jsonl(path, rows: list[dict]):
-    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-    return path
+from helpers import invoke, sample_file, sample_records, write_lines as write_jsonl
 
 
 @pytest.fixture(scope="module")
