@@ -14,9 +14,9 @@ import numpy as np
 from sklearn.feature_extraction.text import TfidfTransformer, TfidfVectorizer
 
 from baselines.data import formats, hf
+from baselines.data.cards import official_names
 from baselines.data.fileio import DataError, read_jsonl
 from baselines.models.estimators import TaskModel
-from baselines.metrics.teaching import Comparison
 from baselines.errors import caller_stacklevel, InputWarning, PredictionError
 from features.analysis import too_long
 from features.normalize import nfc
@@ -49,6 +49,32 @@ class ModelEntry:
         if "random_state" in inspect.signature(self.estimator).parameters:
             kwargs["random_state"] = random_state
         return self.estimator(**kwargs)
+
+
+@dataclass
+class Comparison:
+    """Gold against predicted, as a task's `compare` gives them.
+
+    `gold` and `predicted` pair one label per unit (a title, a sentence pair, an entity, a word); units that
+    are `outside` (NER's 'O': an entity missed or made up) are kept in the confusion matrix but are not a
+    class of the per-class table. For each record, `wrong` says how wrong it is (0: right; the larger, the
+    sooner it is shown: a confident error first) and `shown` gives its gold and prediction as text.
+    A task without classes may break its scores down by `group_by` (MRC's question type, WoS's slot): one
+    dict of scores per group in `groups`. `ranked_by` says in words what orders the errors, and says so
+    where nothing does (labels without probabilities: file order). `right_or_wrong`: see its comment.
+    """
+    unit: str
+    gold: list[str] = field(default_factory=list)
+    predicted: list[str] = field(default_factory=list)
+    wrong: list[float] = field(default_factory=list)
+    shown: list[tuple[str, str]] = field(default_factory=list)
+    outside: str | None = None
+    group_by: str = ""
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    ranked_by: str = ""
+    # Each record is wholly right (wrong == 0) or wrong, and the accuracy-type metric counts the right ones (a
+    # label, an exact answer): McNemar's test applies.
+    right_or_wrong: bool = False
 
 
 @dataclass(frozen=True)
@@ -212,8 +238,7 @@ class TaskSpec:
         return read
 
     def official_files(self) -> tuple[str, ...]:
-        names = (self.train_file,) if self.train_file else ()
-        return names + (self.dev_file,) + self.extra_files
+        return official_names(self)
 
 
 _SOURCE_SUFFIX = re.compile(r"^(klue-(?:ner|dp)-v1(?:\.1)?_[a-z]+_\d+)[-_][A-Za-z]+$")

@@ -42,6 +42,12 @@ def test_a_card_is_complete_and_agrees_with_its_task(code):
         log=api.quiet)
 
 
+def test_the_hf_ner_tags_are_the_scorers_tag_set():
+    from baselines.data.hf import HF_NER_TAGS
+    from baselines.metrics.scoring import NER_TAGS
+    assert sorted(HF_NER_TAGS) == sorted(NER_TAGS) and len(HF_NER_TAGS) == len(set(HF_NER_TAGS))
+
+
 def test_a_card_missing_a_field_is_an_error_that_names_it():
     data = json.loads((REPO / "baselines" / "tasks" / "nli" / "card.json").read_text(encoding="utf-8"))
     del data["published"]

@@ -12,13 +12,28 @@ import functools
 import json
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 from baselines.errors import CardError
 
 CARD_FILE = "card.json"
 CARD_FIELDS = ("code", "order", "title", "folder", "official_files", "derived_files", "huggingface", "published",
                "citation")
+
+
+class TaskFiles(Protocol):
+    """What the data layer needs to know of a task to find, check and fetch its files (a TaskSpec has it)."""
+    code: str
+    folder: str
+    train_file: str | None
+    dev_file: str
+    extra_files: tuple[str, ...]
+    optional_extras: tuple[str, ...]
+
+
+def official_names(task: TaskFiles) -> tuple[str, ...]:
+    """The official files a task reads: its train file (where it has one), its dev file, its extra files."""
+    return ((task.train_file,) if task.train_file else ()) + (task.dev_file,) + tuple(task.extra_files)
 
 
 @dataclass(frozen=True)

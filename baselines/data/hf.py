@@ -30,7 +30,6 @@ from typing import Any, Callable
 from baselines.data import cards
 from baselines.data.fileio import DataError, looks_like_jsonl, read_jsonl
 from baselines.errors import caller_stacklevel, InputWarning
-from baselines.metrics.scoring import NER_TAGS
 
 HF_EXTRA_HINT = 'reading parquet and save_to_disk files needs the hf extra: pip install "klue-baselines[hf]"'
 
@@ -65,7 +64,6 @@ SCHEMAS: dict[str, HfSchema] = {card.code: HfSchema(
 RE_LABELS = SCHEMAS["re"].labels["label"]
 # The HF NER ClassLabel order: B- and I- per type in the order DT, LC, OG, PS, QT, TI, then O.
 HF_NER_TAGS = SCHEMAS["ner"].labels["ner_tags"]
-assert set(HF_NER_TAGS) == set(NER_TAGS)
 
 
 def label_name(schema: HfSchema, column: str, value: Any, path: Path, where: str) -> str | None:

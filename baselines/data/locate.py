@@ -6,7 +6,7 @@ from pathlib import Path
 
 from baselines.data import hf, sources
 from baselines.errors import UsageError
-from baselines.taskspec import TaskSpec
+from baselines.data.cards import TaskFiles
 
 
 @dataclass
@@ -19,7 +19,7 @@ class TaskData:
     is_sample: bool = False
 
 
-def locate(task: TaskSpec, data_dir: str | Path | None = None, train: str | Path | None = None,
+def locate(task: TaskFiles, data_dir: str | Path | None = None, train: str | Path | None = None,
            dev: str | Path | None = None) -> TaskData:
     """The files `task` uses: `train`/`dev` where given; else those of data_dir or $KLUE_DATA_DIR; else of the
     download cache when it holds the task's dev file; else the shipped sample. Every caller that needs a
@@ -57,7 +57,7 @@ def locate(task: TaskSpec, data_dir: str | Path | None = None, train: str | Path
                     is_sample)
 
 
-def _split_file(base: Path | None, task: TaskSpec, split: str) -> Path | None:
+def _split_file(base: Path | None, task: TaskFiles, split: str) -> Path | None:
     """The task's official train or dev file in base, else its Hugging Face export there (see hf.find_split)."""
     if base is None:
         return None

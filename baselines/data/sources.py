@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from baselines.data import cards
-from baselines.data.cards import DerivedFile, OfficialFile
+from baselines.data.cards import DerivedFile, OfficialFile, TaskFiles, official_names
 from baselines.data.fileio import atomic_output, file_sha256
-from baselines.taskspec import TaskSpec
 from baselines.errors import DownloadError, setting
 
 DATA_DIR_VARIABLE = "KLUE_DATA_DIR"
@@ -83,7 +82,7 @@ def _name_variants(folder: str, name: str) -> list[tuple[str, str]]:
     return [(folder, name), ("", name), (old_folder, old_name), ("", old_name)]
 
 
-def find_file(data_dir: Path, task: TaskSpec, name: str) -> Path | None:
+def find_file(data_dir: Path, task: TaskFiles, name: str) -> Path | None:
     for folder, candidate in _name_variants(task.folder, name):
         path = data_dir / folder / candidate if folder else data_dir / candidate
         if path.is_file():
@@ -95,9 +94,9 @@ def verify(path: Path, official: OfficialFile) -> bool:
     return path.is_file() and path.stat().st_size == official.size and file_sha256(path) == official.sha256
 
 
-def files_for(tasks: Iterable[TaskSpec]) -> list[tuple[TaskSpec, OfficialFile]]:
+def files_for(tasks: Iterable[TaskFiles]) -> list[tuple[TaskFiles, OfficialFile]]:
     manifest = official_manifest()
-    return [(task, manifest[name]) for task in tasks for name in task.official_files()]
+    return [(task, manifest[name]) for task in tasks for name in official_names(task)]
 
 
 ProgressFactory = Callable[[str, int], contextlib.AbstractContextManager]
@@ -128,7 +127,7 @@ def _fetch(url: str, target: Path, official: OfficialFile,
                                 f"expected {official.sha256[:16]}...)")
 
 
-def download(tasks: Iterable[TaskSpec], data_dir: Path, mirror: str | None = None,
+def download(tasks: Iterable[TaskFiles], data_dir: Path, mirror: str | None = None,
              progress: ProgressFactory | None = None, log: Callable[[str], None] = print,
              timeout: float = 60.0) -> list[Path]:
     """Fetch the official files of `tasks` into data_dir/<folder>/<name>, verifying size and sha256.

@@ -3,36 +3,11 @@ matrix, and the errors a class should look at first."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
 
-
-@dataclass
-class Comparison:
-    """Gold against predicted, as a task's `compare` gives them.
-
-    `gold` and `predicted` pair one label per unit (a title, a sentence pair, an entity, a word); units that
-    are `outside` (NER's 'O': an entity missed or made up) are kept in the confusion matrix but are not a
-    class of the per-class table. For each record, `wrong` says how wrong it is (0: right; the larger, the
-    sooner it is shown: a confident error first) and `shown` gives its gold and prediction as text.
-    A task without classes may break its scores down by `group_by` (MRC's question type, WoS's slot): one
-    dict of scores per group in `groups`. `ranked_by` says in words what orders the errors, and says so
-    where nothing does (labels without probabilities: file order). `right_or_wrong`: see its comment.
-    """
-    unit: str
-    gold: list[str] = field(default_factory=list)
-    predicted: list[str] = field(default_factory=list)
-    wrong: list[float] = field(default_factory=list)
-    shown: list[tuple[str, str]] = field(default_factory=list)
-    outside: str | None = None
-    group_by: str = ""
-    groups: list[dict[str, Any]] = field(default_factory=list)
-    ranked_by: str = ""
-    # Each record is wholly right (wrong == 0) or wrong, and the accuracy-type metric counts the right ones (a
-    # label, an exact answer): McNemar's test applies.
-    right_or_wrong: bool = False
+from baselines.taskspec import Comparison  # what a task's `compare` gives, part of the contract
 
 
 def per_class(comparison: Comparison) -> list[dict[str, Any]]:
