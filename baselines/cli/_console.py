@@ -12,6 +12,7 @@ from typing import Callable
 
 import click
 
+from baselines.data import cards
 from baselines.errors import EXPLAINED_ERRORS, command_line_words, in_words
 from baselines.runner import results
 from baselines.runner.registry import get_task
@@ -23,6 +24,7 @@ def friendly_errors(command: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         try:
             with command_line_words():
+                cards.check_registry()  # a task that another distribution registers wrongly stops every command
                 return command(*args, **kwargs)
         except EXPLAINED_ERRORS as error:
             with command_line_words():

@@ -7,7 +7,7 @@ from typing import Callable
 import click
 
 from baselines.runner import tuning
-from baselines.runner.registry import TASK_CODES, UnknownTask, all_tasks, task_code
+from baselines.runner.registry import TASK_CODES, UnknownTask, get_task, task_code
 from baselines.runtime import parallel
 
 
@@ -40,8 +40,11 @@ dev_option = click.option("--dev", "dev_file", type=DATA_PATH,
 seed_option = click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
                            help="Random seed of models and folds (0 to 2^32-1).")
 # The choices that the tasks declare (TaskSpec.model_for_pos, PredictionFiles.writers), not spelled here.
-POS_MODELS = {pos: f"{task.code} {name}" for task in all_tasks() for pos, name in task.model_for_pos.items()}
-OWN_FORMATS = {name: task.code for task in all_tasks() for name in task.prediction_files.writers}
+# Read before any command runs: a registry problem (a clashing third-party task) is left to the command, which
+# says it in one line (cli._console.friendly_errors), so these do not check for it as all_tasks does.
+_TASKS = [get_task(code) for code in TASK_CODES]
+POS_MODELS = {pos: f"{task.code} {name}" for task in _TASKS for pos, name in task.model_for_pos.items()}
+OWN_FORMATS = {name: task.code for task in _TASKS for name in task.prediction_files.writers}
 pos_option = click.option("--pos", type=click.Choice(sorted(POS_MODELS)), default=None,
                           help="A parsing task's model by the POS tags it reads, the data's (gold, the default) or "
                                "Kiwi's (kiwi): " + ", ".join(f"{pos} -> {model}" for pos, model in POS_MODELS.items()))

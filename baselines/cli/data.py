@@ -20,6 +20,7 @@ from baselines.errors import UsageError
 
 @main.command()
 @click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+@friendly_errors
 def tasks(data_dir: Path | None) -> None:
     """List the tasks, their models and the files each needs (and which are found)."""
     for task in all_tasks():

@@ -9,7 +9,10 @@ Face files and labelling published scores read cards only; the task's code is im
 from __future__ import annotations
 
 import functools
+import importlib.metadata
+import importlib.util
 import json
+from pathlib import Path
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Protocol
@@ -101,6 +104,10 @@ def _card(data: Any, where: str) -> Card:
         raise CardError(f"{where}: {type(error).__name__}: {error}") from None
 
 
+ENTRY_POINT_GROUP = "klue_baselines.tasks"
+BUILT_IN = "baselines.tasks"
+
+
 @functools.cache
 def built_in_cards() -> tuple[Card, ...]:
     """The cards of the tasks in baselines/tasks/, in their order."""
@@ -117,5 +124,68 @@ def built_in_cards() -> tuple[Card, ...]:
     return tuple(sorted(found, key=lambda card: (card.order, card.code)))
 
 
+@functools.cache
+def _registered() -> tuple[dict[str, str], dict[str, Card], tuple[str, ...]]:
+    """(task code -> the module that holds its TaskSpec, task code -> card, problems). Built-in tasks are
+    baselines.tasks.<code>; another distribution registers a task in the `klue_baselines.tasks` entry-point
+    group, its package holding card.json beside its __init__.py, read without importing the task. A code
+    registered twice, or a card that cannot be read or names another code, is a problem that names its sources;
+    the task it concerns is left out, and check_registry raises it where a command starts."""
+    sources = {card.code: f"{BUILT_IN}.{card.code}" for card in built_in_cards()}
+    found = {card.code: card for card in built_in_cards()}
+    problems = []
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        where = f"the entry point {entry.name} = {entry.value} ({ENTRY_POINT_GROUP}" + (
+            f" of {entry.dist.name})" if entry.dist is not None else ")")
+        if entry.name in sources:
+            problems.append(f"task {entry.name!r} is registered twice: by {sources[entry.name]} and by {where}")
+            continue
+        try:
+            found[entry.name] = _entry_point_card(entry.name, entry.module, where)
+        except CardError as error:
+            problems.append(str(error))
+            continue
+        sources[entry.name] = entry.module
+    return sources, found, tuple(problems)
+
+
+def _entry_point_card(code: str, module: str, where: str) -> Card:
+    spec = importlib.util.find_spec(module)  # found, not imported: listing tasks runs none of their code
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise CardError(f"{where}: {module} is not an importable package")
+    card_file = Path(locations[0]) / CARD_FILE
+    try:
+        data = json.loads(card_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise CardError(f"{where}: cannot read {card_file}: {error}") from None
+    card = _card(data, f"{where}: {card_file}")
+    if card.code != code:
+        raise CardError(f"{where}: {card_file} names the task {card.code!r}, not {code!r}")
+    return card
+
+
+def task_sources() -> dict[str, str]:
+    """task code -> the module whose `TASK` is its TaskSpec, for every task registered without a problem."""
+    return _registered()[0]
+
+
+def check_registry() -> None:
+    """A CardError for the first problem of the registered tasks (see _registered), if any."""
+    problems = _registered()[2]
+    if problems:
+        raise CardError(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+
+
+def all_cards() -> tuple[Card, ...]:
+    """Every registered task's card, built-in or from an entry point, in their order."""
+    return tuple(sorted(_registered()[1].values(), key=lambda card: (card.order, card.code)))
+
+
+def task_module(code: str) -> str:
+    """The module whose `TASK` is the task's TaskSpec."""
+    return task_sources()[code]
+
+
 def card_of(code: str) -> Card:
-    return {card.code: card for card in built_in_cards()}[code]
+    return {card.code: card for card in all_cards()}[code]

@@ -22,13 +22,13 @@ DATA_DIR_VARIABLE = "KLUE_DATA_DIR"
 
 def official_manifest() -> dict[str, OfficialFile]:
     """The official KLUE v1.1 files (size, sha256, URL at the v1.1 commit), from every task's card."""
-    return {entry.name: entry for card in cards.built_in_cards() for entry in card.official_files}
+    return {entry.name: entry for card in cards.all_cards() for entry in card.official_files}
 
 
 @functools.cache
 def derived_manifest() -> dict[str, DerivedFile]:
     """sha256 -> the listed derivation of an official file (see cards.DerivedFile), from every task's card."""
-    return {entry.sha256: entry for card in cards.built_in_cards() for entry in card.derived_files}
+    return {entry.sha256: entry for card in cards.all_cards() for entry in card.derived_files}
 
 
 def sample_dir() -> Path:

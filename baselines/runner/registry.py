@@ -6,10 +6,10 @@ import importlib
 
 from baselines.data import cards
 from baselines.taskspec import TaskSpec
-from baselines.errors import UnknownTask
+from baselines.errors import CardError, UnknownTask
 
 # The built-in tasks, in their cards' order.
-TASK_CODES = tuple(card.code for card in cards.built_in_cards())
+TASK_CODES = tuple(card.code for card in cards.all_cards())
 
 
 def did_you_mean(name: str, known: list[str] | tuple[str, ...]) -> str:
@@ -30,8 +30,13 @@ def task_code(name: str) -> str:
 
 
 def get_task(code: str) -> TaskSpec:
-    return importlib.import_module(f"baselines.tasks.{task_code(code)}").TASK
+    code = task_code(code)
+    task = importlib.import_module(cards.task_module(code)).TASK
+    if task.code != code:
+        raise CardError(f"{cards.task_module(code)}: its TASK is {task.code!r}, not {code!r}")
+    return task
 
 
 def all_tasks() -> list[TaskSpec]:
+    cards.check_registry()
     return [get_task(code) for code in TASK_CODES]

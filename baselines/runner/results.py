@@ -31,7 +31,7 @@ ANCHORS = {card.code: {metric: tuple(next((entry.scores.get(metric) for entry in
                                           if entry.model == model and entry.split == "test"), None)
                                      for model in ANCHOR_MODELS)
                        for metric in dict.fromkeys(m for entry in card.published for m in entry.scores)}
-           for card in cards.built_in_cards()}
+           for card in cards.all_cards()}
 
 
 # What each protocol name (evaluate.protocol_name) means: every name a record can hold, and only these (a test

@@ -1,0 +1,88 @@
+"""Tasks that another distribution registers through the `klue_baselines.tasks` entry points join the built-in
+ones: listed from their cards, run, scored and recorded with no file of baselines/ edited; a clash or an
+unreadable card is an error that names its sources."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from baselines.data.fileio import file_sha256
+from helpers import REPO, json_records, write_json
+
+TOY_TASK = '''"""A toy ninth task: YNAT's records, models and scorer under another code, card and folder."""
+import dataclasses
+
+from baselines.runner.registry import get_task
+
+TASK = dataclasses.replace(get_task("ynat"), code="toy", title="TOY topics", folder="toy-v1",
+                           train_file="toy_train.json", dev_file="toy_dev.json")
+'''
+
+
+def toy_distribution(root, name: str = "toy", module: str = "toy_topics"):
+    """A package `module` with its card and TaskSpec, and a dist-info that registers it as task `name`: what
+    `pip install` of a third-party task leaves on the path."""
+    package = root / module
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(TOY_TASK, encoding="utf-8")
+    data = root / "data" / "toy-v1"
+    data.mkdir(parents=True)
+    for split in ("train", "dev"):  # the sample's titles less one: its own bytes, not the shipped sample's
+        write_json(data / f"toy_{split}.json", json_records("ynat", split)[:-1])
+    card = json.loads((REPO / "baselines" / "tasks" / "ynat" / "card.json").read_text(encoding="utf-8"))
+    card.update(code="toy", order=9, title={"en": "TOY topics", "ko": "장난감 주제"}, folder="toy-v1", derived_files=[],
+                official_files=[{"file": path.name, "bytes": path.stat().st_size, "sha256": file_sha256(path),
+                                 "url": f"http://127.0.0.1:9/toy-v1/{path.name}"} for path in sorted(data.iterdir())],
+                published=[])
+    card["huggingface"] = {**card["huggingface"], "config": "toy", "split_sizes": {
+        split: len(json.loads((data / f"toy_{split}.json").read_text(encoding="utf-8"))) for split in ("train", "dev")}}
+    (package / "card.json").write_text(json.dumps(card, ensure_ascii=False), encoding="utf-8")
+    info = root / f"{module}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[klue_baselines.tasks]\n{name} = {module}\n", encoding="utf-8")
+    return data
+
+
+def cli(root, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "baselines.cli", "-q", *map(str, args)], cwd=root,
+                          capture_output=True, text=True, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin",
+                                                               "HOME": str(root), "KLUE_CACHE_DIR": str(root / "cache")})
+
+
+def source_status() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "baselines"], cwd=REPO, capture_output=True,
+                          text=True).stdout
+
+
+def test_a_task_registered_by_entry_point_is_listed_run_scored_and_recorded(tmp_path):
+    before = source_status()
+    data = toy_distribution(tmp_path)
+    listed = cli(tmp_path, "tasks")
+    assert listed.returncode == 0, listed.stderr
+    assert "toy   TOY topics" in listed.stdout and "toy-v1/toy_dev.json: not found" in listed.stdout
+    run = cli(tmp_path, "run", "toy", "--model", "trivial", "--train", data / "toy_train.json", "--dev",
+              data / "toy_dev.json", "--results-dir", "results", "--predictions-dir", "predictions")
+    assert run.returncode == 0, run.stderr
+    assert "toy   trivial  macro_f1" in run.stdout and "| toy | macro_f1 | 99 |" in (
+        tmp_path / "results" / "README.md").read_text(encoding="utf-8")
+    record = json.loads((tmp_path / "results" / "toy.json").read_text(encoding="utf-8"))["runs"]["trivial"]
+    assert record["protocol"] == "official"  # its card lists these very bytes as its official files
+    scored = cli(tmp_path, "score", "toy", "--gold", data / "toy_dev.json", "--predictions",
+                 tmp_path / "predictions" / "toy-trivial.jsonl", "--json")
+    assert scored.returncode == 0 and json.loads(scored.stdout)["metrics"]["macro_f1"] == record["metrics"]["macro_f1"]
+    assert source_status() == before  # no file of baselines/ was edited or written
+
+
+def test_a_clash_or_an_unreadable_card_names_its_sources(tmp_path):
+    toy_distribution(tmp_path / "clash", name="ynat")
+    clash = cli(tmp_path / "clash", "tasks")
+    assert clash.returncode != 0 and "Traceback" not in clash.stderr
+    assert ("task 'ynat' is registered twice: by baselines.tasks.ynat and by the entry point ynat = toy_topics "
+            "(klue_baselines.tasks of toy_topics)") in clash.stderr
+    toy_distribution(tmp_path / "broken")
+    (tmp_path / "broken" / "toy_topics" / "card.json").write_text("{", encoding="utf-8")
+    broken = cli(tmp_path / "broken", "tasks")
+    assert broken.returncode != 0 and "Traceback" not in broken.stderr
+    assert "the entry point toy = toy_topics (klue_baselines.tasks of toy_topics): cannot read" in broken.stderr
