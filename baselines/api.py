@@ -346,7 +346,8 @@ def show(task: str, rows: Sequence[dict], explanation: dict | None = None, limit
     likeliest classes, WoS's state after each user turn. With an `explanation` of the same inputs (`explain`
     with inputs: YNAT, NLI, RE), each label beside the features that pushed it. A notebook shows the result
     as it is; `.page()` is a page of its own and `.save(path)` writes it. At most `limit` rows (None: all)."""
-    return html_display.show(task, rows, explanation, limit)
+    spec = get_task(task)
+    return html_display.show(task, rows, spec.drawer, explanation, limit, spec.drawer_legend)
 
 
 @_named_task
@@ -382,7 +383,7 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
     rows = evaluation.with_inputs(spec, records, spec.predict(estimator, records))
     if output is not None:
         if output_format == "html":
-            html_display.show(task, rows, limit=None).save(Path(output))
+            show(task, rows, limit=None).save(Path(output))
         elif output_format in writers:
             writers[output_format](Path(output), records, rows)
         else:

@@ -15,6 +15,7 @@ from sklearn.feature_extraction.text import TfidfTransformer, TfidfVectorizer
 
 from baselines.data import formats, hf
 from baselines.data.cards import official_names
+from baselines.display import html as html_display
 from baselines.data.fileio import DataError, read_jsonl
 from baselines.models.estimators import TaskModel
 from baselines.errors import caller_stacklevel, InputWarning, PredictionError
@@ -181,6 +182,10 @@ class TaskSpec:
     # A model file of the task may name these, those of the tasks it requires, and nothing else
     # (baselines.runner.persistence refuses it before building anything).
     saved_types: tuple[Any, ...] = ()
+    # How `show` and `predict --format html` draw one prediction row (row, explanation features -> HTML), and
+    # the legend above the rows, if any (baselines.display.html).
+    drawer: Callable[[dict, dict], str] = field(default=html_display.draw_fields)
+    drawer_legend: Callable[[], str] | None = None
     # (records, aligned predictions, examples) -> entity-level micro precision, recall and F1 and the error types
     # a reviewer asks for (wrong boundary, wrong type, both, missed, spurious), with examples; tasks of spans.
     entity_errors: Callable[[Sequence, Sequence[dict], int], dict] | None = None

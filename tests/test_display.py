@@ -9,14 +9,14 @@ from click.testing import CliRunner
 from baselines import api
 from baselines.cli import main
 from baselines.errors import UnknownTask
-from baselines.display.html import ENTITY_TYPES, arc_levels, show, tree_svg
+from baselines.display.html import ENTITY_TYPES, arc_levels, tree_svg
 
 
 def test_entities_are_marked_in_their_types_colour_with_a_legend():
     row = {"guid": "g1", "input": "이순신은 서울에 갔다.",
            "entities": [{"start": 0, "end": 3, "type": "PS", "text": "이순신"},
                         {"start": 5, "end": 7, "type": "LC", "text": "서울"}]}
-    html = show("ner", [row])._repr_html_()
+    html = api.show("ner", [row])._repr_html_()
     assert f'<mark style="background:{ENTITY_TYPES["PS"][0]}">이순신<sub>PS</sub></mark>은 ' in html
     assert f'<mark style="background:{ENTITY_TYPES["LC"][0]}">서울<sub>LC</sub></mark>에 갔다.' in html
     assert all(f"{kind} {name}" in html for kind, (_colour, name) in ENTITY_TYPES.items())  # the legend
@@ -34,7 +34,7 @@ def test_text_from_the_input_is_shown_as_text_never_as_markup():
             "mrc": {"input": {"context": hostile, "question": hostile}, "answer": hostile},
             "wos": {"input": {"dialogue": [{"role": "user", "text": hostile}]}, "states": [[hostile]]}}
     for task, row in rows.items():
-        html = show(task, [{"guid": hostile, **row}])._repr_html_()
+        html = api.show(task, [{"guid": hostile, **row}])._repr_html_()
         assert "<script" not in html and "<img" not in html, task
         assert "&lt;script&gt;" in html, task
 
@@ -49,23 +49,23 @@ def test_a_tree_has_an_arc_and_a_label_for_each_dependent_and_nested_arcs_rise_a
 
 
 def test_a_relation_an_answer_a_label_and_a_dialogue_state_are_drawn():
-    relation = show("re", [{"guid": "r", "label": "per:origin", "probs": {"per:origin": 0.7, "no_relation": 0.3},
+    relation = api.show("re", [{"guid": "r", "label": "per:origin", "probs": {"per:origin": 0.7, "no_relation": 0.3},
                             "input": {"sentence": "홍길동은 조선 사람이다.",
                                       "subject_entity": {"word": "홍길동", "start_idx": 0, "end_idx": 2, "type": "PER"},
                                       "object_entity": {"word": "조선", "start_idx": 5, "end_idx": 6, "type": "LOC"}}}]
                     )._repr_html_()
     assert "홍길동<sub>subject PER</sub>" in relation and "조선<sub>object LOC</sub>" in relation
     assert "per:origin (0.70)" in relation
-    answer = show("mrc", [{"guid": "m", "answer": "조선", "input": {"context": "홍길동은 조선 사람이다.", "question": "어디?"},
+    answer = api.show("mrc", [{"guid": "m", "answer": "조선", "input": {"context": "홍길동은 조선 사람이다.", "question": "어디?"},
                            "gold": ["조선"]}])._repr_html_()
     assert "조선<sub>answer</sub>" in answer and "(gold: 조선)" in answer
-    declined = show("mrc", [{"guid": "m", "answer": "", "input": {"context": "본문", "question": "무엇?"}}])._repr_html_()
+    declined = api.show("mrc", [{"guid": "m", "answer": "", "input": {"context": "본문", "question": "무엇?"}}])._repr_html_()
     assert "답 없음 (no answer)" in declined
-    label = show("ynat", [{"guid": "y", "label": "스포츠", "probs": {"스포츠": 0.9}, "input": "손흥민 골", "gold": "스포츠"}],
+    label = api.show("ynat", [{"guid": "y", "label": "스포츠", "probs": {"스포츠": 0.9}, "input": "손흥민 골", "gold": "스포츠"}],
                  {"examples": [{"guid": "y", "features": [{"feature": "morphemes 골/NNG", "weight": 0.5},
                                                           {"feature": "characters 손", "weight": -0.1}]}]})
     assert "morphemes 골/NNG +0.50" in label._repr_html_() and "characters 손 -0.10" in label._repr_html_()
-    state = show("wos", [{"guid": "w", "states": [["관광-지역-서울"]],
+    state = api.show("wos", [{"guid": "w", "states": [["관광-지역-서울"]],
                           "input": {"dialogue": [{"role": "user", "text": "서울 관광지"}, {"role": "sys", "text": "네"}]}}])
     assert "관광-지역-서울" in state._repr_html_()
 

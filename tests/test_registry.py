@@ -72,6 +72,12 @@ def test_a_task_registered_by_entry_point_is_listed_run_scored_and_recorded(tmp_
     scored = cli(tmp_path, "score", "toy", "--gold", data / "toy_dev.json", "--predictions",
                  tmp_path / "predictions" / "toy-trivial.jsonl", "--json")
     assert scored.returncode == 0 and json.loads(scored.stdout)["metrics"]["macro_f1"] == record["metrics"]["macro_f1"]
+    drawn = cli(tmp_path, "predict", "toy", "--train", data / "toy_train.json", "--input", data / "toy_dev.json",
+                "--format", "html", "--output", "toy.html")
+    assert drawn.returncode == 0, drawn.stderr
+    assert (tmp_path / "toy.html").read_text(encoding="utf-8").count('class="item"') == 99
+    checked = cli(tmp_path, "download", "toy", "--data-dir", tmp_path / "data")  # its files, checked by sha256
+    assert checked.returncode == 0 and "2 files ready" in checked.stdout, checked.stderr
     assert source_status() == before  # no file of baselines/ was edited or written
 
 

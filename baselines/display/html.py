@@ -55,17 +55,22 @@ class Shown:
         return Path(path)
 
 
-def show(task: str, rows: Sequence[dict], explanation: dict | None = None, limit: int | None = None) -> Shown:
-    """Prediction rows as `predict` gives them (each with its 'input'), drawn for `task`; with an `explanation`
-    of the same inputs (api.explain with inputs), each label beside the features that pushed it. `limit`: at
-    most this many rows."""
+def show(task: str, rows: Sequence[dict], draw: Callable[[dict, dict], str], explanation: dict | None = None,
+         limit: int | None = None, legend: Callable[[], str] | None = None) -> Shown:
+    """Prediction rows as `predict` gives them (each with its 'input'), each drawn by `draw` (the task's drawer,
+    TaskSpec.drawer), under the task's `legend` if it has one; with an `explanation` of the same inputs
+    (api.explain with inputs), each label beside the features that pushed it. `limit`: at most this many rows."""
     rows = list(rows)[:limit] if limit is not None else list(rows)
     features = {example["guid"]: example.get("features", []) for example in (explanation or {}).get("examples", [])}
-    draw = DRAWERS[task]
     items = [f'<div class="item"><div class="guid">{_text(row.get("guid", ""))}</div>{draw(row, features)}</div>'
              for row in rows]
-    legend = _entity_legend() if task == "ner" else ""
-    return Shown(task, f'<div class="kb">{legend}{"".join(items)}</div>')
+    return Shown(task, f'<div class="kb">{legend() if legend else ""}{"".join(items)}</div>')
+
+
+def draw_fields(row: dict, _features: dict) -> str:
+    """Any task's row without a drawer of its own: its fields and values, as a table."""
+    return "<table>" + "".join(f"<tr><td>{_text(key)}</td><td>{_text(value)}</td></tr>"
+                               for key, value in row.items() if key != "guid") + "</table>"
 
 
 def _text(value: Any) -> str:
@@ -74,7 +79,7 @@ def _text(value: Any) -> str:
 
 # NER ------------------------------------------------------------------------------------------------------------
 
-def _entity_legend() -> str:
+def entity_legend() -> str:
     return '<div class="legend">' + "".join(f'<span style="background:{colour}">{kind} {_text(name)}</span>'
                                             for kind, (colour, name) in ENTITY_TYPES.items()) + "</div>"
 
@@ -284,7 +289,3 @@ def draw_wos(row: dict, _features: dict) -> str:
         lines.append(f"<tr>{cells}</tr>")
     return f"<table>{''.join(lines)}</table>"
 
-
-DRAWERS: dict[str, Callable[[dict, dict], str]] = {
-    "ynat": draw_labelled, "sts": draw_labelled, "nli": draw_labelled, "ner": draw_ner, "re": draw_re,
-    "dp": draw_dp, "mrc": draw_mrc, "wos": draw_wos}

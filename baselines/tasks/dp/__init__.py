@@ -6,6 +6,7 @@ from typing import Sequence
 import numpy as np
 from sklearn.feature_extraction import DictVectorizer
 
+from baselines.display import html
 from baselines.metrics import scoring, tallies
 from baselines.metrics.teaching import Comparison
 from baselines.models.linear import OrderedLogisticRegression
@@ -100,4 +101,5 @@ TASK = TaskSpec(
     compare=compare,
     distinct_copy=distinct_copy,
     saved_types=(MstParser, AttachToNextParser, ArcFeaturizer, OrderedLogisticRegression, DictVectorizer),
+    drawer=html.draw_dp,
 )

@@ -7,6 +7,7 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
+from baselines.display import html
 from baselines.metrics import scoring, tallies
 from baselines.models.linear import OrderedLogisticRegression
 from baselines.metrics.teaching import Comparison
@@ -169,4 +170,5 @@ TASK = TaskSpec(
                           "the reader's tagger"),),
     saved_types=(SpanRanker, EmptyAnswerReader, AnswerTypeModel, AnswerDecision, Retrieval, ListwiseRanker, Pipeline,
                  StandardScaler, OrderedLogisticRegression, DictVectorizer, *TFIDF_PARTS, Analyse, MorphemeNgrams),
+    drawer=html.draw_mrc,
 )

@@ -15,6 +15,7 @@ import sklearn_crfsuite
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from baselines.display import html
 from baselines.data import hf
 
 from baselines.metrics import scoring, tallies
@@ -817,4 +818,6 @@ TASK = TaskSpec(
                           "subject and object entities become the NER CRF's gazetteer", provides="gazetteer"),),
     saved_types=(CharacterCRF, AllOutsideTagger),
     entity_errors=entity_errors,
+    drawer=html.draw_ner,
+    drawer_legend=html.entity_legend,
 )

@@ -14,6 +14,7 @@ from sklearn.feature_extraction import DictVectorizer
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.model_selection import GroupKFold
 
+from baselines.display import html
 from baselines.models.linear import OrderedLogisticRegression
 from baselines.data import hf
 from baselines.metrics import scoring, tallies
@@ -551,4 +552,5 @@ TASK = TaskSpec(
                  CharacterNgrams, MorphemeNgrams, HistGradientBoostingClassifier, *HIST_GRADIENT_BOOSTING_PARTS,
                  "sklearn._loss.link.MultinomialLogit", "sklearn._loss.loss.HalfMultinomialLoss",
                  "sklearn._loss._loss.CyHalfMultinomialLoss", "sklearn.preprocessing._label.LabelEncoder"),
+    drawer=html.draw_labelled,
 )

@@ -12,6 +12,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_extraction import DictVectorizer
 
+from baselines.display import html
 from baselines.models.linear import OrderedLogisticRegression
 from baselines.data import hf
 from baselines.metrics import scoring, tallies
@@ -642,4 +643,5 @@ TASK = TaskSpec(
                           settings=(("pos", "kiwi"), ("order", 1), ("perceptrons", 1))),),
     saved_types=(RelationClassifier, EojeolRelationClassifier, RelationPrior,
                  OrderedLogisticRegression, DictVectorizer),
+    drawer=html.draw_re,
 )

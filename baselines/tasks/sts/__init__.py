@@ -18,6 +18,7 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import KFold, cross_val_predict
 from sklearn.preprocessing import normalize
 
+from baselines.display import html
 from baselines.metrics import scoring, tallies
 from baselines.data.fileio import DataError, InputWarning, guid_of, looks_like_jsonl, read_json, require, require_list
 from baselines.models.estimators import FloorInputs, TaskModel, plain_pair, records_from
@@ -466,4 +467,5 @@ TASK = TaskSpec(
                  TruncatedSVD, *TFIDF_PARTS, CharacterNgrams, MorphemeNgrams,
                  HistGradientBoostingRegressor, *HIST_GRADIENT_BOOSTING_PARTS, "sklearn._loss.link.IdentityLink",
                  "sklearn._loss.loss.HalfSquaredError", "sklearn._loss._loss.CyHalfSquaredError"),
+    drawer=html.draw_labelled,
 )

@@ -16,6 +16,7 @@ from sklearn.model_selection import GroupKFold
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
+from baselines.display import html
 from baselines.models.linear import OrderedLogisticRegression
 from baselines.metrics import scoring, tallies
 from baselines.data.fileio import DataError, guid_of, read_json, require, require_list
@@ -797,4 +798,5 @@ TASK = TaskSpec(
     distinct_copy=distinct_copy,
     saved_types=(DialogueStateTracker, EmptyStateTracker, ValueFinder, _identity, OrderedLogisticRegression,
                  *TFIDF_PARTS),
+    drawer=html.draw_wos,
 )

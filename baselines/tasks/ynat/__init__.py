@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.pipeline import FeatureUnion
 
+from baselines.display import html
 from baselines.models.linear import OrderedLogisticRegression
 from baselines.data import hf
 from baselines.metrics import scoring, tallies
@@ -278,4 +279,5 @@ TASK = TaskSpec(
     compare=compare,
     saved_types=(TopicClassifier, MostFrequentTopic, OrderedLogisticRegression, FeatureUnion, *TFIDF_PARTS,
                  CharacterNgrams, MorphemeNgrams, MorphemeNeighbours),
+    drawer=html.draw_labelled,
 )
