@@ -1,11 +1,11 @@
-"""Rebuild the small KLUE sample shipped in baselines/sample/ from a folder of KLUE v1.1 files.
+"""Rebuild the small KLUE samples shipped in baselines/tasks/<task>/sample/ from a folder of KLUE v1.1 files.
 
     python scripts/build_sample.py ../shared/klue
 
 Picks a few hundred training and about a hundred evaluation records per task, every label represented
 where the data allows, with a fixed seed so that the same input gives the same sample. MRC and WoS have
 no training file here, so their sample splits the dev file by passage / dialogue. The sample keeps the
-KLUE licence (CC BY-SA 4.0): see baselines/sample/NOTICE.md.
+KLUE licence (CC BY-SA 4.0): see the NOTICE.md of each sample.
 """
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET = ROOT / "baselines" / "sample"
+# Each task's sample lives in its package, in the official layout: baselines/tasks/<code>/sample/<folder>/.
+TASK_OF_FOLDER = {"ynat-v1.1": "ynat", "klue-sts-v1.1": "sts", "klue-nli-v1.1": "nli", "klue-ner-v1.1": "ner",
+                  "klue-re-v1.1": "re", "klue-dp-v1.1": "dp", "klue-mrc-v1.1": "mrc", "wos-v1.1": "wos"}
+
+
+def sample_folder(folder: str) -> Path:
+    return ROOT / "baselines" / "tasks" / TASK_OF_FOLDER[folder] / "sample" / folder
 SEED = 20210511
 TRAIN_SIZE, DEV_SIZE = 300, 100
 
@@ -63,7 +69,7 @@ def sample_json_task(source: Path, folder: str, train: str, dev: str, label_of, 
                      train_source: str | None = None, dev_source: str | None = None) -> None:
     for name, size, source_name in ((train, TRAIN_SIZE, train_source or train), (dev, DEV_SIZE, dev_source or dev)):
         rows = json.loads((source / folder / source_name).read_text(encoding="utf-8"))
-        write_json(TARGET / folder / name, stratified(rows, label_of, size, rng))
+        write_json(sample_folder(folder) / name, stratified(rows, label_of, size, rng))
 
 
 def sample_tsv_task(source: Path, folder: str, train: str, dev: str, train_source: str, rng) -> None:
@@ -71,8 +77,8 @@ def sample_tsv_task(source: Path, folder: str, train: str, dev: str, train_sourc
         header, blocks = tsv_blocks(source / folder / source_name)
         chosen = sorted(rng.sample(range(len(blocks)), size))
         text = header + "\n" + "\n\n".join(blocks[i] for i in chosen) + "\n\n"
-        (TARGET / folder).mkdir(parents=True, exist_ok=True)
-        (TARGET / folder / name).write_text(text, encoding="utf-8")
+        sample_folder(folder).mkdir(parents=True, exist_ok=True)
+        (sample_folder(folder) / name).write_text(text, encoding="utf-8")
 
 
 def sample_mrc(source: Path, rng: random.Random) -> None:
@@ -92,7 +98,7 @@ def sample_mrc(source: Path, rng: random.Random) -> None:
         picked[split].append(index)
         counts[split] += questions
     for split, indices in picked.items():
-        write_json(TARGET / folder / f"klue-mrc-v1.1_{split}.json",
+        write_json(sample_folder(folder) / f"klue-mrc-v1.1_{split}.json",
                    {"version": data.get("version", "v1.1"), "data": [documents[i] for i in sorted(indices)]})
 
 
@@ -103,17 +109,16 @@ def sample_wos(source: Path, rng: random.Random) -> None:
     order = list(range(len(dialogues)))
     rng.shuffle(order)
     dev, train = sorted(order[:50]), sorted(order[50:200])
-    write_json(TARGET / folder / "wos-v1.1_train.json", [dialogues[i] for i in train])
-    write_json(TARGET / folder / "wos-v1.1_dev.json", [dialogues[i] for i in dev])
-    shutil.copyfile(source / folder / "ontology.json", TARGET / folder / "ontology.json")
+    write_json(sample_folder(folder) / "wos-v1.1_train.json", [dialogues[i] for i in train])
+    write_json(sample_folder(folder) / "wos-v1.1_dev.json", [dialogues[i] for i in dev])
+    shutil.copyfile(source / folder / "ontology.json", sample_folder(folder) / "ontology.json")
 
 
 def main(source: Path) -> None:
     rng = random.Random(SEED)
-    if TARGET.exists():
-        for child in TARGET.iterdir():
-            if child.is_dir():
-                shutil.rmtree(child)
+    for folder in TASK_OF_FOLDER:
+        if sample_folder(folder).exists():
+            shutil.rmtree(sample_folder(folder))
     sample_json_task(source, "ynat-v1.1", "ynat-v1.1_train.json", "ynat-v1.1_dev.json", lambda r: r["label"], rng)
     sample_json_task(source, "klue-sts-v1.1", "klue-sts-v1.1_train.json", "klue-sts-v1.1_dev.json",
                      lambda r: round(r["labels"]["real-label"]), rng)
@@ -121,7 +126,7 @@ def main(source: Path) -> None:
                      lambda r: r["gold_label"], rng)
     sample_json_task(source, "klue-re-v1.1", "klue-re-v1.1_train.json", "klue-re-v1.1_dev.json",
                      lambda r: r["label"], rng)
-    shutil.copyfile(source / "klue-re-v1.1" / "relation_list.json", TARGET / "klue-re-v1.1" / "relation_list.json")
+    shutil.copyfile(source / "klue-re-v1.1" / "relation_list.json", sample_folder("klue-re-v1.1") / "relation_list.json")
     ner_train = first_existing(source / "klue-ner-v1.1", "klue-ner-v1.1_train.tsv",
                                "klue-ner-v1.1_train.first5000.tsv").name
     sample_tsv_task(source, "klue-ner-v1.1", "klue-ner-v1.1_train.tsv", "klue-ner-v1.1_dev.tsv", ner_train, rng)
@@ -130,7 +135,7 @@ def main(source: Path) -> None:
     sample_tsv_task(source, "klue-dp-v1.1", "klue-dp-v1.1_train.tsv", "klue-dp-v1.1_dev.tsv", dp_train, rng)
     sample_mrc(source, rng)
     sample_wos(source, rng)
-    print(f"sample written to {TARGET}")
+    print("samples written to baselines/tasks/<task>/sample/")
 
 
 if __name__ == "__main__":

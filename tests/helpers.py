@@ -43,7 +43,7 @@ def write_lines(path: Path, rows: list) -> Path:
 def sample_file(task: str, split: str = "dev") -> Path:
     """A file of the sample shipped in the package: the task's dev file, or its training file."""
     spec = get_task(task)
-    return sample_dir() / spec.folder / (spec.dev_file if split == "dev" else spec.train_file)
+    return sample_dir(spec.code) / spec.folder / (spec.dev_file if split == "dev" else spec.train_file)
 
 
 def sample_records(task: str, split: str = "dev") -> list:
@@ -90,7 +90,7 @@ QUICK = {("ner", "crf"): {"max_iterations": 20, "neighbours": 0}, ("dp", "mst"):
 def sample_resources(code: str) -> dict:
     """The task's resources from the sample (RE's relation list, WoS's ontology)."""
     spec = get_task(code)
-    return spec.load_resources({extra: sample_dir() / spec.folder / extra for extra in spec.extra_files})
+    return spec.load_resources({extra: sample_dir(spec.code) / spec.folder / extra for extra in spec.extra_files})
 
 
 def quick_model(code: str, name: str):

@@ -190,7 +190,7 @@ def test_the_data_readme_names_only_protocols_of_ours():
 
 
 def test_the_researchers_page_runs_on_files_shaped_as_the_tools_write_them(tmp_path, monkeypatch, capsys):
-    """Its commands on the shipped sample (for ~/klue), with our rows recorded on it, a predict_results_nli.txt as
+    """Its commands on the shipped samples (for ~/klue), with our rows recorded on it, a predict_results_nli.txt as
     run_glue.py writes it and a predictions.txt as run_ner.py writes it (no tag for a space)."""
     from baselines import api
     from baselines.cli import main
@@ -199,20 +199,21 @@ def test_the_researchers_page_runs_on_files_shaped_as_the_tools_write_them(tmp_p
     monkeypatch.chdir(tmp_path)
     recorded = CliRunner().invoke(main, ["-q", "run", "nli", "ner", "--results-dir", "results"])
     assert recorded.exit_code == 0, recorded.output
-    nli = api.load("nli", sample_dir() / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json")
+    nli = api.load("nli", sample_dir("nli") / "klue-nli-v1.1" / "klue-nli-v1.1_dev.json")
     names = ("entailment", "neutral", "contradiction")
     with open("predict_results_nli.txt", "w") as writer:
         writer.write("index\tprediction\n")
         for index, record in enumerate(nli):
             writer.write(f"{index}\t{names[(names.index(record.label) + index % 2) % 3]}\n")
-    ner = api.load("ner", sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv")
+    ner = api.load("ner", sample_dir("ner") / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv")
     with open("predictions.txt", "w") as writer:
         for index, record in enumerate(ner):
             tags = [tag if index % 4 else "O" for char, tag in zip(record.text, record.tags) if char != " "]
             writer.write(" ".join(tags) + "\n")
     page = DOCS["guide/researchers.md"]
     lines = [line.strip() for block in code_blocks(page, "bash") for line in block.splitlines()]
-    commands = [line.replace("~/klue", str(sample_dir())) for line in lines if line.startswith("klue-baselines")]
+    commands = [line.replace("~/klue/klue-nli", str(sample_dir("nli") / "klue-nli")).replace(
+        "~/klue/klue-ner", str(sample_dir("ner") / "klue-ner")) for line in lines if line.startswith("klue-baselines")]
     assert len(commands) == 5
     for command in commands:
         result = CliRunner().invoke(main, shlex.split(command)[1:])

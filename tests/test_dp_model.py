@@ -309,7 +309,7 @@ def test_predict_dp_raw_text_as_official_tsv_and_score_it(tmp_path):
     assert [w.form for w in parsed[0].words] == ["학생이", "책을", "도서관에서", "봤다."]
     assert sum(w.head == 0 for w in parsed[0].words) == 1
 
-    gold = sample_dir() / "klue-dp-v1.1" / "klue-dp-v1.1_dev.tsv"
+    gold = sample_dir("dp") / "klue-dp-v1.1" / "klue-dp-v1.1_dev.tsv"
     predicted = tmp_path / "dev.tsv"
     result = runner.invoke(main, ["-q", "predict", "dp", "--input", str(gold), "--output", str(predicted),
                                   "--format", "tsv"], catch_exceptions=False)

@@ -28,7 +28,7 @@ def test_gold_without_labels_is_an_error_for_wos(tmp_path):
     error = refused("score", "wos", "--gold", gold, "--predictions", predictions)
     assert str(gold) in error and dialogues[0]["guid"] in error and "no gold label" in error
     # The same file as a dev file for `run` is refused before anything is trained or recorded.
-    (tmp_path / "ontology.json").write_bytes((sample_dir() / "wos-v1.1" / "ontology.json").read_bytes())
+    (tmp_path / "ontology.json").write_bytes((sample_dir("wos") / "wos-v1.1" / "ontology.json").read_bytes())
     error = refused("run", "wos", "--dev", gold, "--cv", "2", "--results-dir", tmp_path / "r")
     assert "no gold label" in error and not (tmp_path / "r" / "wos.json").exists()
 

@@ -94,7 +94,7 @@ def test_every_count_hyper_parameter_has_an_upper_bound(tmp_path, task, assignme
 def test_a_missing_or_wrong_ner_file_for_the_mrc_reader_is_one_error_line(tmp_path):
     line = refused("run", "mrc", "--param", f"ner_train={tmp_path / 'absent.tsv'}")
     assert "absent.tsv" in line and "no such file" in line
-    not_ner = sample_dir() / "klue-mrc-v1.1" / "klue-mrc-v1.1_train.json"
+    not_ner = sample_dir("mrc") / "klue-mrc-v1.1" / "klue-mrc-v1.1_train.json"
     line = refused("run", "mrc", "--param", f"ner_train={not_ner}")
     assert "klue-mrc-v1.1_train.json" in line
 
@@ -221,15 +221,16 @@ def test_a_hyper_parameter_typo_gets_the_closest_name():
 
 
 @pytest.mark.parametrize("task, param, suffix, what, wrong, taken", [
-    ("ner", "re_train", "json", "KLUE-RE training file", ("klue-nli-v1.1", "klue-nli-v1.1_train.json"), "re gazetteer"),
-    ("re", "dp_train", "tsv", "KLUE-DP training file", ("klue-ner-v1.1", "klue-ner-v1.1_train.tsv"), "dp model"),
+    ("ner", "re_train", "json", "KLUE-RE training file", ("nli", "klue-nli-v1.1", "klue-nli-v1.1_train.json"),
+     "re gazetteer"),
+    ("re", "dp_train", "tsv", "KLUE-DP training file", ("ner", "klue-ner-v1.1", "klue-ner-v1.1_train.tsv"), "dp model"),
 ])
 def test_a_missing_or_wrong_file_of_another_task_is_one_error_line(tmp_path, task, param, suffix, what, wrong, taken):
     line = refused("run", task, "--param", f"{param}={tmp_path / ('absent.' + suffix)}")
     assert f"absent.{suffix}" in line and "no such file" in line and what in line
-    not_theirs = sample_dir().joinpath(*wrong)
+    not_theirs = sample_dir(wrong[0]).joinpath(*wrong[1:])
     line = refused("run", task, "--param", f"{param}={not_theirs}")
-    assert wrong[1] in line
+    assert wrong[2] in line
     line = refused("run", "ynat", "--param", f"{param}={not_theirs}")
     assert param in line
     line = refused("tune", task, "--model", "trivial", "--param", f"{param}=null", "--results-dir", tmp_path)

@@ -50,7 +50,7 @@ def test_mrc_counts_unanswerable_questions(shared_klue):
 def test_ner_sentence_text_keeps_spaces_and_tags_align():
     from baselines.data.sources import sample_dir
 
-    records = get_task("ner").load(sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv")
+    records = get_task("ner").load(sample_dir("ner") / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv")
     assert all(len(r.text) == len(r.tags) for r in records)
     assert any(" " in r.text for r in records)
 

@@ -116,14 +116,14 @@ def sample_tagger():
     from baselines.runner import build
 
     requirement = get_task("mrc").requires[0]
-    return build.fitted_requirement(requirement, sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", 0)
+    return build.fitted_requirement(requirement, sample_dir("ner") / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", 0)
 
 
 def test_ner_train_fits_the_ner_tagger_once_and_the_reader_keeps_it_without_the_file(tmp_path):
     from baselines import api
 
     ner_train = tmp_path / "ner_train.tsv"
-    shutil.copy(sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", ner_train)
+    shutil.copy(sample_dir("ner") / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", ner_train)
     reader = api.make_model("mrc", neighbours=0, calibration_folds=2, ner_train=str(ner_train))
     assert isinstance(reader.tagger, FrozenEstimator) and reader.get_params()["tagger"] is reader.tagger
     assert clone(reader).tagger is reader.tagger  # a fold's clone shares the fitted tagger: nothing is refitted
@@ -147,7 +147,7 @@ def test_ner_train_fits_the_ner_tagger_once_and_the_reader_keeps_it_without_the_
 def test_the_tagger_the_driver_fits_is_the_ner_tasks_default_model_with_the_runs_seed(sample_tagger):
     from baselines import api
 
-    own = api.fit("ner", sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", seed=0)
+    own = api.fit("ner", sample_dir("ner") / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", seed=0)
     sentences = ["삼성전자는 1950년에 서울에서 설립됐다.", "김철수 씨는 2001년 3월 부산으로 갔다."]
     assert sample_tagger.predict(sentences) == own.predict(sentences)
     assert sample_tagger.estimator.crf_.state_features_ == own.crf_.state_features_

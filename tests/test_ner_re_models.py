@@ -233,7 +233,7 @@ def test_dp_train_gives_the_relation_classifier_a_kiwi_tag_parser_whose_paths_it
     from baselines import api
     from baselines.data.sources import sample_dir
 
-    model = api.make_model("re", dp_train=str(sample_dir() / "klue-dp-v1.1" / "klue-dp-v1.1_train.tsv"))
+    model = api.make_model("re", dp_train=str(sample_dir("dp") / "klue-dp-v1.1" / "klue-dp-v1.1_train.tsv"))
     assert isinstance(model.parser, FrozenEstimator)
     parser = model.parser.estimator
     assert (parser.pos, parser.order, parser.perceptrons) == ("kiwi", 1, 1)
@@ -259,7 +259,7 @@ def test_relation_folds_keep_the_pairs_of_a_sentence_together():
 def _relation_list(tmp_path):
     from baselines.data.sources import sample_dir
 
-    return sample_dir() / "klue-re-v1.1" / "relation_list.json"
+    return sample_dir("re") / "klue-re-v1.1" / "relation_list.json"
 
 
 def test_the_ner_crf_reads_a_gazetteer_of_the_re_training_files_names(tmp_path):
@@ -278,11 +278,11 @@ def test_the_ner_crf_reads_a_gazetteer_of_the_re_training_files_names(tmp_path):
     inside = character_features(compound, analyze([compound])[0], gazetteer=names, gazetteer_inside=3)
     assert [row.get("gazetteer.type,place") for row in inside[:6]] == [
         None, "ORG,first", "ORG,inside", "ORG,inside", "ORG,last", None]
-    re_train = sample_dir() / "klue-re-v1.1" / "klue-re-v1.1_train.json"
+    re_train = sample_dir("re") / "klue-re-v1.1" / "klue-re-v1.1_train.json"
     model = api.make_model("ner", max_iterations=5, re_train=str(re_train))
     names = {(e.word, e.type) for r in api.load("re", re_train) for e in (r.subject, r.object) if len(e.word) >= 2}
     assert isinstance(model.gazetteer, EntityGazetteer) and set(model.gazetteer.types.items()) <= names
-    records = api.load("ner", sample_dir() / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv")
+    records = api.load("ner", sample_dir("ner") / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv")
     model.fit(records, [r.tags for r in records])
     learnt = {attribute for attribute, _label in model.crf_.state_features_}
     assert {"gazetteer.type:PER", "gazetteer.type:ORG", "gazetteer.type,place:PER,first"} <= learnt  # weighed

@@ -93,7 +93,7 @@ def _task_on_sample(task, model_name: str | None) -> Check:
     start = time.perf_counter()
     name = model_name or task.default_model
     try:
-        data = locate(task, sources.sample_dir())
+        data = locate(task, sources.sample_dir(task.code))
         record, _predictions = evaluate.evaluate_task(task, data, model_name=name)
     except (BaselinesError, OSError, ValueError) as error:
         return Check(f"{task.code} {name}", False, f"fitting and scoring on the sample failed: {error}")

@@ -99,7 +99,7 @@ def long_inputs_report(tasks: Sequence[str], results_dir: Path, command: str | N
 def _measure_tasks(report: dict, tasks: Sequence[str], log: Callable[[str], None]) -> None:
     for task in tasks:
         spec = get_task(task)
-        folder = sources.sample_dir() / spec.folder
+        folder = sources.sample_dir(spec.code) / spec.folder
         train = spec.load(folder / spec.train_file)
         extras = {extra: folder / extra for extra in spec.extra_files}
         _name, model = build.build_model(spec, None, 0, spec.load_resources(extras))

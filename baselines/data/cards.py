@@ -182,6 +182,19 @@ def all_cards() -> tuple[Card, ...]:
     return tuple(sorted(_registered()[1].values(), key=lambda card: (card.order, card.code)))
 
 
+SAMPLE_FOLDER = "sample"
+
+
+def package_folder(code: str) -> Path:
+    """The folder of a registered task's package (found, not imported)."""
+    module = task_sources()[code]
+    spec = importlib.util.find_spec(module)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise CardError(f"{module}: the package of task {code!r} cannot be found")
+    return Path(locations[0])
+
+
 def task_module(code: str) -> str:
     """The module whose `TASK` is the task's TaskSpec."""
     return task_sources()[code]

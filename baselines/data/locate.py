@@ -31,7 +31,7 @@ def locate(task: TaskFiles, data_dir: str | Path | None = None, train: str | Pat
         if sources.find_file(cache, task, task.dev_file):
             base = cache
         elif train is None and dev is None:
-            base, is_sample = sources.sample_dir(), True
+            base, is_sample = sources.sample_dir(task.code), True
     if base is not None and not base.is_dir():
         raise UsageError(f"data directory {base} does not exist (run `klue-baselines download --data-dir {base}` "
                          f"first)")

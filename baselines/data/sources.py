@@ -8,7 +8,6 @@ import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -31,16 +30,17 @@ def derived_manifest() -> dict[str, DerivedFile]:
     return {entry.sha256: entry for card in cards.all_cards() for entry in card.derived_files}
 
 
-def sample_dir() -> Path:
-    """The small KLUE sample shipped inside the package (CC BY-SA 4.0, see its NOTICE)."""
-    return Path(str(resources.files("baselines").joinpath("sample")))
+def sample_dir(code: str) -> Path:
+    """The small sample that a task ships in its package, a data directory of the task's official layout
+    (baselines/tasks/<code>/sample/<folder>/...; CC BY-SA 4.0 for KLUE's, see the NOTICE beside it)."""
+    return cards.package_folder(code) / cards.SAMPLE_FOLDER
 
 
 @functools.cache
 def _sample_digests() -> dict[int, set[str]]:
-    """size -> the sha256s of the shipped sample's files of that size."""
+    """size -> the sha256s of the files of every task's shipped sample of that size."""
     digests: dict[int, set[str]] = {}
-    for path in sample_dir().rglob("*"):
+    for path in (path for card in cards.all_cards() for path in sample_dir(card.code).rglob("*")):
         if path.is_file() and path.name != "NOTICE.md":
             digests.setdefault(path.stat().st_size, set()).add(file_sha256(path))
     return digests
