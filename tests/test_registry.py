@@ -28,8 +28,12 @@ def toy_distribution(root, name: str = "toy", module: str = "toy_topics"):
     (package / "__init__.py").write_text(TOY_TASK, encoding="utf-8")
     data = root / "data" / "toy-v1"
     data.mkdir(parents=True)
+    (package / "sample" / "toy-v1").mkdir(parents=True)
     for split in ("train", "dev"):  # the sample's titles less one: its own bytes, not the shipped sample's
         write_json(data / f"toy_{split}.json", json_records("ynat", split)[:-1])
+        # and a sample of its own in its package, as the built-in tasks have theirs
+        write_json(package / "sample" / "toy-v1" / f"toy_{split}.json", json_records("ynat", split)[:60])
+    (package / "sample" / "NOTICE.md").write_text("KLUE YNAT titles, CC BY-SA 4.0\n", encoding="utf-8")
     card = json.loads((REPO / "baselines" / "tasks" / "ynat" / "card.json").read_text(encoding="utf-8"))
     card.update(code="toy", order=9, title={"en": "TOY topics", "ko": "장난감 주제"}, folder="toy-v1", derived_files=[],
                 official_files=[{"file": path.name, "bytes": path.stat().st_size, "sha256": file_sha256(path),
@@ -61,7 +65,8 @@ def test_a_task_registered_by_entry_point_is_listed_run_scored_and_recorded(tmp_
     data = toy_distribution(tmp_path)
     listed = cli(tmp_path, "tasks")
     assert listed.returncode == 0, listed.stderr
-    assert "toy   TOY topics" in listed.stdout and "toy-v1/toy_dev.json: not found" in listed.stdout
+    assert "toy   TOY topics" in listed.stdout and "toy-v1/toy_dev.json: " + str(
+        tmp_path / "toy_topics" / "sample" / "toy-v1" / "toy_dev.json") in listed.stdout  # its own sample
     run = cli(tmp_path, "run", "toy", "--model", "trivial", "--train", data / "toy_train.json", "--dev",
               data / "toy_dev.json", "--results-dir", "results", "--predictions-dir", "predictions")
     assert run.returncode == 0, run.stderr
@@ -72,6 +77,11 @@ def test_a_task_registered_by_entry_point_is_listed_run_scored_and_recorded(tmp_
     scored = cli(tmp_path, "score", "toy", "--gold", data / "toy_dev.json", "--predictions",
                  tmp_path / "predictions" / "toy-trivial.jsonl", "--json")
     assert scored.returncode == 0 and json.loads(scored.stdout)["metrics"]["macro_f1"] == record["metrics"]["macro_f1"]
+    on_its_sample = cli(tmp_path, "run", "toy", "--model", "trivial")
+    assert on_its_sample.returncode == 0 and "toy   trivial  macro_f1" in on_its_sample.stdout
+    assert "(scores on the shipped sample" in on_its_sample.stdout
+    doctor = cli(tmp_path, "doctor", "--models-dir", tmp_path / "models")
+    assert doctor.returncode == 0 and "ok     toy trivial" in doctor.stdout, doctor.stdout
     drawn = cli(tmp_path, "predict", "toy", "--train", data / "toy_train.json", "--input", data / "toy_dev.json",
                 "--format", "html", "--output", "toy.html")
     assert drawn.returncode == 0, drawn.stderr
