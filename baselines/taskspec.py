@@ -186,6 +186,9 @@ class TaskSpec:
     # the legend above the rows, if any (baselines.display.html).
     drawer: Callable[[dict, dict], str] = field(default=html_display.draw_fields)
     drawer_legend: Callable[[], str] | None = None
+    # The demo page's form for one input (baselines.web.app.PAGE_FORMS): a text, a pair of sentences, a sentence
+    # with two entities, a passage and a question, or a dialogue.
+    page_form: str = "text"
     # (records, aligned predictions, examples) -> entity-level micro precision, recall and F1 and the error types
     # a reviewer asks for (wrong boundary, wrong type, both, missed, spurious), with examples; tasks of spans.
     entity_errors: Callable[[Sequence, Sequence[dict], int], dict] | None = None

@@ -49,10 +49,26 @@ def toy_distribution(root, name: str = "toy", module: str = "toy_topics"):
     return data
 
 
+def cli_environment(root) -> dict[str, str]:
+    return {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "HOME": str(root), "KLUE_CACHE_DIR": str(root / "cache")}
+
+
 def cli(root, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "baselines.cli", "-q", *map(str, args)], cwd=root,
-                          capture_output=True, text=True, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin",
-                                                               "HOME": str(root), "KLUE_CACHE_DIR": str(root / "cache")})
+                          capture_output=True, text=True, env=cli_environment(root))
+
+
+# The demo page with the toy task installed: its menu name, the text form's tasks, a prediction drawn.
+PAGE_CHECK = """
+import re, sys
+from pathlib import Path
+from baselines import api
+from baselines.web import app
+models = app.Models(Path(sys.argv[1]), api.quiet)
+print(app.task_names()["toy"])
+print(re.findall('data-tasks="([^"]*)"', app.page(models))[0])
+print("drawn" if 'class="item"' in app.predicted_html(models, "toy", {"text": "손흥민 시즌 10호 골"}) else "not drawn")
+"""
 
 
 def source_status() -> str:
@@ -86,6 +102,10 @@ def test_a_task_registered_by_entry_point_is_listed_run_scored_and_recorded(tmp_
                 "--format", "html", "--output", "toy.html")
     assert drawn.returncode == 0, drawn.stderr
     assert (tmp_path / "toy.html").read_text(encoding="utf-8").count('class="item"') == 99
+    on_the_page = subprocess.run([sys.executable, "-c", PAGE_CHECK, str(tmp_path / "models")], cwd=tmp_path,
+                                 capture_output=True, text=True, env=cli_environment(tmp_path))
+    assert on_the_page.returncode == 0, on_the_page.stderr
+    assert on_the_page.stdout.splitlines() == ["TOY 장난감 주제", "ynat ner dp toy re", "drawn"]
     checked = cli(tmp_path, "download", "toy", "--data-dir", tmp_path / "data")  # its files, checked by sha256
     assert checked.returncode == 0 and "2 files ready" in checked.stdout, checked.stderr
     assert source_status() == before  # no file of baselines/ was edited or written

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection
 
 from baselines import api
+from baselines.data import cards
 from baselines.errors import BaselinesError, UsageError
 from baselines.runner import ready
 from baselines.runner.registry import TASK_CODES
@@ -30,9 +31,13 @@ MAX_BODY_BYTES = 16 * MAX_INPUT_CHARACTERS  # every field at its limit, in UTF-8
 PREDICTION_THREADS = 4  # predictions at once; Kiwi uses the cores of each, so more would only queue inside
 LOCAL_HOSTS = ("127.0.0.1", "localhost")  # the names of the one address `serve` listens on
 ENTITY_TYPES = ("PER", "ORG", "LOC", "DAT", "POH", "NOH")  # what the page's RE form offers, as KLUE's RE marks them
-TASK_NAMES = {"ynat": "YNAT 주제 분류", "sts": "STS 문장 유사도", "nli": "NLI 자연어 추론", "ner": "NER 개체명",
-              "re": "RE 관계 추출", "dp": "DP 의존 구문", "mrc": "MRC 기계 독해", "wos": "WoS 대화 상태"}
-EXPLAINED = ("ynat", "nli", "re")  # their linear models show what pushed each prediction
+# The page's forms, by the kind of input a task declares (TaskSpec.page_form): the fields each shows.
+PAGE_FORMS = ("text", "pair", "relation", "passage", "dialogue")
+
+
+def task_names() -> dict[str, str]:
+    """Each task as the page's menu names it: its short name and its Korean title, from its card."""
+    return {card.code: f"{card.title.split()[0]} {card.title_ko}" for card in cards.all_cards()}
 
 
 class Models:
@@ -85,21 +90,25 @@ def _entity(sentence: str, word: str, kind: str, role: str) -> dict:
 
 
 def plain_input(task: str, form: dict) -> Any:
-    """The task's plain input from the page's fields (text only: nothing in a request names a file)."""
-    if task in ("ynat", "ner", "dp"):
+    """The task's plain input from the page's fields (text only: nothing in a request names a file), by the kind
+    of form the task declares."""
+    if task not in TASK_CODES:
+        raise UsageError(f"no task '{task}'; the tasks are {', '.join(TASK_CODES)}")
+    kind = api.task_spec(task).page_form
+    if kind == "text":
         return _field(form, "text")
-    if task in ("sts", "nli"):
+    if kind == "pair":
         return (_field(form, "first"), _field(form, "second"))
-    if task == "re":
+    if kind == "relation":
         sentence = _field(form, "text")
         return {"sentence": sentence,
                 "subject_entity": _entity(sentence, _field(form, "subject"), _entity_type(form, "subject_type", "PER"),
                                           "subject"),
                 "object_entity": _entity(sentence, _field(form, "object"), _entity_type(form, "object_type", "ORG"),
                                          "object")}
-    if task == "mrc":
+    if kind == "passage":
         return {"context": _field(form, "passage"), "question": _field(form, "question"), "title": ""}
-    if task == "wos":
+    if kind == "dialogue":
         turns = []
         for line in _field(form, "dialogue").splitlines():
             if line.strip():
@@ -107,7 +116,7 @@ def plain_input(task: str, form: dict) -> Any:
         if not turns or turns[-1]["role"] != "user":
             raise UsageError("a dialogue starts with the user and ends with the user, one turn a line")
         return {"guid": "dialogue", "dialogue": turns, "domains": []}
-    raise UsageError(f"no task '{task}'; the tasks are {', '.join(TASK_CODES)}")
+    raise UsageError(f"{task} declares the page form {kind!r}; the page has {', '.join(PAGE_FORMS)}")
 
 
 def predicted_html(models: Models, task: str, form: dict) -> str:
@@ -115,7 +124,9 @@ def predicted_html(models: Models, task: str, form: dict) -> str:
     given = plain_input(task, form)
     model = models.get(task)
     rows = api.predict(task, model, [given], log=api.quiet)
-    explanation = api.explain(task, model, top_k=1, inputs=[given], per_input=6) if task in EXPLAINED else None
+    # A linear classifier shows what pushed each prediction (baselines.models.explain.LinearExplanation).
+    explanation = (api.explain(task, model, top_k=1, inputs=[given], per_input=6)
+                   if hasattr(model, "feature_contributions") else None)
     return api.show(task, rows, explanation)._repr_html_()
 
 
@@ -123,13 +134,18 @@ def page(models: Models) -> str:
     """The page: a task to choose, the fields it needs, and where the drawing appears. No file it fetches."""
     ready_tasks = models.ready_tasks()
     options = "".join(f'<option value="{code}">{html.escape(name)}{" ✓" if code in ready_tasks else ""}</option>'
-                      for code, name in TASK_NAMES.items())
+                      for code, name in task_names().items())
+    by_form = {kind: " ".join(code for code in TASK_CODES if api.task_spec(code).page_form == kind)
+               for kind in PAGE_FORMS}
     rest = "" if len(ready_tasks) == len(TASK_CODES) else "; 나머지는 처음 쓸 때 표본으로 학습합니다 (몇 초)"
     source = (f"준비된 모델(✓): {', '.join(ready_tasks)}{rest}."
               if ready_tasks else "준비된 모델이 없어, 과제마다 처음 쓸 때 표본으로 학습합니다 (몇 초). "
                                   "수업 전에 klue-baselines train --all 로 준비할 수 있습니다.")
-    return PAGE.replace("{OPTIONS}", options).replace("{SOURCE}", html.escape(source)).replace(
+    filled = PAGE.replace("{OPTIONS}", options).replace("{SOURCE}", html.escape(source)).replace(
         "{LIMIT}", str(MAX_INPUT_CHARACTERS))
+    for kind, codes in by_form.items():
+        filled = filled.replace("{TASKS:" + kind + "}", codes)
+    return filled
 
 
 PAGE = """<!DOCTYPE html>
@@ -144,20 +160,20 @@ textarea{height:4.5em}.row{display:flex;gap:8px}.row>*{flex:1}button{font-size:1
 <h1>klue-baselines</h1>
 <p id="source">{SOURCE}</p>
 <select id="task">{OPTIONS}</select>
-<div class="fields" data-tasks="ynat ner dp re"><textarea id="text" maxlength="{LIMIT}"
+<div class="fields" data-tasks="{TASKS:text} {TASKS:relation}"><textarea id="text" maxlength="{LIMIT}"
  placeholder="문장을 입력하세요">이순신 장군은 1545년 서울 건천동에서 태어났다.</textarea></div>
-<div class="fields row" data-tasks="re"><input id="subject" placeholder="주어 개체 (문장 속 그대로)" value="이순신">
+<div class="fields row" data-tasks="{TASKS:relation}"><input id="subject" placeholder="주어 개체 (문장 속 그대로)" value="이순신">
 <select id="subject_type"><option>PER</option><option>ORG</option><option>LOC</option><option>DAT</option>
 <option>POH</option><option>NOH</option></select>
 <input id="object" placeholder="목적어 개체" value="서울"><select id="object_type"><option>LOC</option><option>PER</option>
 <option>ORG</option><option>DAT</option><option>POH</option><option>NOH</option></select></div>
-<div class="fields" data-tasks="sts nli"><textarea id="first" maxlength="{LIMIT}"
+<div class="fields" data-tasks="{TASKS:pair}"><textarea id="first" maxlength="{LIMIT}"
  placeholder="첫 문장 (NLI: 전제)">철수는 어제 서울에 갔다.</textarea><textarea id="second" maxlength="{LIMIT}"
  placeholder="둘째 문장 (NLI: 가설)">철수는 서울에 가지 않았다.</textarea></div>
-<div class="fields" data-tasks="mrc"><textarea id="passage" maxlength="{LIMIT}" placeholder="지문"
+<div class="fields" data-tasks="{TASKS:passage}"><textarea id="passage" maxlength="{LIMIT}" placeholder="지문"
  style="height:8em">이순신은 1545년 서울 건천동에서 태어났다. 그는 임진왜란 때 수군을 이끌었다.</textarea>
 <input id="question" placeholder="질문" value="이순신은 어디에서 태어났나?"></div>
-<div class="fields" data-tasks="wos"><textarea id="dialogue" maxlength="{LIMIT}" style="height:8em"
+<div class="fields" data-tasks="{TASKS:dialogue}"><textarea id="dialogue" maxlength="{LIMIT}" style="height:8em"
  placeholder="한 줄에 한 발화: 사용자, 시스템, 사용자 ...">서울 북쪽에 있는 저렴한 숙소를 알려주세요.
 네, 원하시는 숙소 종류가 있나요?
 게스트하우스면 좋겠어요.</textarea></div>

@@ -171,4 +171,5 @@ TASK = TaskSpec(
     saved_types=(SpanRanker, EmptyAnswerReader, AnswerTypeModel, AnswerDecision, Retrieval, ListwiseRanker, Pipeline,
                  StandardScaler, OrderedLogisticRegression, DictVectorizer, *TFIDF_PARTS, Analyse, MorphemeNgrams),
     drawer=html.draw_mrc,
+    page_form="passage",
 )

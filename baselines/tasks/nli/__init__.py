@@ -553,4 +553,5 @@ TASK = TaskSpec(
                  "sklearn._loss.link.MultinomialLogit", "sklearn._loss.loss.HalfMultinomialLoss",
                  "sklearn._loss._loss.CyHalfMultinomialLoss", "sklearn.preprocessing._label.LabelEncoder"),
     drawer=html.draw_labelled,
+    page_form="pair",
 )

@@ -644,4 +644,5 @@ TASK = TaskSpec(
     saved_types=(RelationClassifier, EojeolRelationClassifier, RelationPrior,
                  OrderedLogisticRegression, DictVectorizer),
     drawer=html.draw_re,
+    page_form="relation",
 )

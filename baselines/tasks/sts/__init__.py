@@ -468,4 +468,5 @@ TASK = TaskSpec(
                  HistGradientBoostingRegressor, *HIST_GRADIENT_BOOSTING_PARTS, "sklearn._loss.link.IdentityLink",
                  "sklearn._loss.loss.HalfSquaredError", "sklearn._loss._loss.CyHalfSquaredError"),
     drawer=html.draw_labelled,
+    page_form="pair",
 )

@@ -799,4 +799,5 @@ TASK = TaskSpec(
     saved_types=(DialogueStateTracker, EmptyStateTracker, ValueFinder, _identity, OrderedLogisticRegression,
                  *TFIDF_PARTS),
     drawer=html.draw_wos,
+    page_form="dialogue",
 )
