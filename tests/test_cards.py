@@ -7,6 +7,8 @@ import pytest
 
 from baselines import api
 from baselines.data import cards
+from baselines.data.hf import SCHEMAS
+from baselines.metrics.scoring import NER_TAGS
 from baselines.data.sources import sample_dir
 from baselines.runner.registry import TASK_CODES, get_task
 from baselines.web.app import PAGE_FORMS
@@ -49,9 +51,8 @@ def test_a_card_is_complete_and_agrees_with_its_task(code):
 
 
 def test_the_hf_ner_tags_are_the_scorers_tag_set():
-    from baselines.data.hf import HF_NER_TAGS
-    from baselines.metrics.scoring import NER_TAGS
-    assert sorted(HF_NER_TAGS) == sorted(NER_TAGS) and len(HF_NER_TAGS) == len(set(HF_NER_TAGS))
+    hf_tags = SCHEMAS["ner"].labels["ner_tags"]
+    assert sorted(hf_tags) == sorted(NER_TAGS) and len(hf_tags) == len(set(hf_tags))
 
 
 def test_a_card_missing_a_field_is_an_error_that_names_it():

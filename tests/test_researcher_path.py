@@ -118,7 +118,7 @@ def test_json_array_and_tables_score_as_jsonl(tmp_path, task):
 
 def test_nli_in_korean_words_and_csv_by_index(tmp_path):
     expected = jsonl_score(tmp_path, "nli")
-    korean = {english: word for word, english in prediction_formats.KOREAN_LABELS["nli"].items()}
+    korean = {english: word for word, english in prediction_formats.COLUMNS["nli"].words.items()}
     values = predicted_values("nli")
     rows = [f"{index},{korean[value]}" for index, value in enumerate(values)]
     (tmp_path / "answers.csv").write_text("index,label\n" + "\n".join(reversed(rows)) + "\n", encoding="utf-8")
@@ -204,12 +204,12 @@ def trainer_arrays(task: str) -> tuple[np.ndarray, np.ndarray]:
     if task == "ner":
         scored = [[index for index, char in enumerate(record.text) if char != " "] for record in records]
         width = max(map(len, scored)) + 2  # [CLS] and [SEP], and padding: all ignored
-        logits = np.zeros((len(records), width, len(hf.HF_NER_TAGS)))
+        logits = np.zeros((len(records), width, len(hf.SCHEMAS["ner"].labels["ner_tags"])))
         labels = np.full((len(records), width), -100)
         for row, (kept, gold, predicted) in enumerate(zip(scored, golds, values)):
             for position, char_index in enumerate(kept, start=1):
-                labels[row, position] = hf.HF_NER_TAGS.index(gold[char_index])
-                logits[row, position, hf.HF_NER_TAGS.index(predicted[char_index])] = 4.0
+                labels[row, position] = hf.SCHEMAS["ner"].labels["ner_tags"].index(gold[char_index])
+                logits[row, position, hf.SCHEMAS["ner"].labels["ner_tags"].index(predicted[char_index])] = 4.0
         return logits, labels
     names = hf.SCHEMAS[task].labels["label"]
     logits = np.zeros((len(records), len(names)))

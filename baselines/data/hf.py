@@ -61,9 +61,6 @@ SCHEMAS: dict[str, HfSchema] = {card.code: HfSchema(
     {column: tuple(names) for column, names in card.huggingface["labels"].items()},
     dict(card.huggingface["predictions"]), dict(card.huggingface["split_sizes"]), card.huggingface["guid_stem"],
     dict(card.huggingface["class_scores"])) for card in cards.all_cards()}
-RE_LABELS = SCHEMAS["re"].labels["label"]
-# The HF NER ClassLabel order: B- and I- per type in the order DT, LC, OG, PS, QT, TI, then O.
-HF_NER_TAGS = SCHEMAS["ner"].labels["ner_tags"]
 
 
 def label_name(schema: HfSchema, column: str, value: Any, path: Path, where: str) -> str | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from baselines.data import hf
+from baselines.data import cards, hf
 from baselines.data.fileio import DataError, parse_json_text
 
 AUTO = "auto"
@@ -44,28 +44,22 @@ DESCRIBED = {
     "task-file": "the task's own file format",
 }
 
-# The Korean answers of a generative model, by task: word -> the official label.
-KOREAN_LABELS = {"nli": {"함의": "entailment", "중립": "neutral", "모순": "contradiction"}}
-
-
 @dataclass(frozen=True)
 class Columns:
-    """What a table's columns may be called for one task: the HF column the values go to (see
-    hf.HfSchema.predictions), and the header names read as it, first match wins."""
+    """How a task's predictions stand in a table or an array, from its card (huggingface.prediction_table): the
+    HF column the values go to (see hf.HfSchema.predictions), the header names read as it (first match wins),
+    the kind of value, and the words a generative model answers with, each mapped to its official label."""
     target: str
     names: tuple[str, ...]
     kind: str  # "label" (a class), "number", "tags" (space-joined or a list) or "text"
+    words: dict[str, str]
 
 
-_LABEL_NAMES = ("prediction", "predicted_label", "predicted", "pred", "label")
-COLUMNS = {
-    "ynat": Columns("label", _LABEL_NAMES, "label"),
-    "nli": Columns("label", _LABEL_NAMES, "label"),
-    "re": Columns("label", _LABEL_NAMES, "label"),
-    "sts": Columns("label", ("prediction", "predicted", "pred", "score", "label"), "number"),
-    "ner": Columns("ner_tags", ("prediction", "predictions", "pred", "tags", "ner_tags"), "tags"),
-    "mrc": Columns("prediction_text", ("prediction_text", "prediction", "answer", "pred"), "text"),
-}
+# task code -> Columns, for the tasks whose cards say how their predictions stand in a table.
+COLUMNS = {card.code: Columns(table["column"], tuple(table["header_names"]), table["kind"], dict(table["words"]))
+           for card in cards.all_cards() if (table := card.huggingface.get("prediction_table"))}
+# The tasks whose predictions are tags a line, as run_ner.py writes them.
+TAG_LINE_TASKS = tuple(code for code, columns in COLUMNS.items() if columns.kind == "tags")
 ID_COLUMNS = ("guid", "id")
 INDEX_COLUMN = "index"
 
@@ -85,7 +79,8 @@ def detect(code: str, path: Path, text: str) -> str | None:
     for delimiter, name in (("\t", "tsv"), (",", "csv")):
         if delimiter in first and code in COLUMNS and _known_header(code, _split_header(first, delimiter)):
             return name
-    if code == "ner" and all(tag in hf.HF_NER_TAGS for line in start.splitlines()[:50] for tag in line.split()):
+    if code in TAG_LINE_TASKS and all(tag in hf.SCHEMAS[code].labels[COLUMNS[code].target]
+                                      for line in start.splitlines()[:50] for tag in line.split()):
         return "ner-lines"
     return None
 
@@ -105,9 +100,10 @@ def read(code: str, path: Path, text: str, kind: str) -> list[dict]:
     if kind == "json-array":
         return _json_array_rows(code, path, text)
     if kind == "ner-lines":
-        if code != "ner":
-            raise DataError(path, None, "NER predictions.txt lines are read for the NER task only")
-        return [{"ner_tags": line.split()} for line in _lines(text)]
+        if code not in TAG_LINE_TASKS:
+            raise DataError(path, None, f"lines of tags (NER's predictions.txt) are read for "
+                                        f"{', '.join(c.upper() for c in TAG_LINE_TASKS)} only")
+        return [{COLUMNS[code].target: line.split()} for line in _lines(text)]
     if code not in COLUMNS:
         raise DataError(path, None, f"{DESCRIBED[kind]} is read for {', '.join(c.upper() for c in COLUMNS)}; "
                                     f"{code.upper()} predictions are JSON Lines or its own format")
@@ -179,12 +175,12 @@ def _value(code: str, columns: Columns, value: Any, path: Path, where: str) -> A
         if not isinstance(tags, list):
             raise DataError(path, where, f"expected tags (a list, or names joined by spaces), found "
                                          f"{type(value).__name__}")
-        return [_class_value(code, "ner_tags", tag, path, where) for tag in tags]
+        return [_class_value(code, columns.target, tag, path, where) for tag in tags]
     if columns.kind == "text":
         if not isinstance(value, str):
             raise DataError(path, where, f"expected the answer's text, found {type(value).__name__}")
         return value
-    return _class_value(code, "label", value, path, where)
+    return _class_value(code, columns.target, value, path, where)
 
 
 def _class_value(code: str, column: str, value: Any, path: Path, where: str) -> Any:
@@ -196,12 +192,12 @@ def _class_value(code: str, column: str, value: Any, path: Path, where: str) -> 
         if word.lstrip("-").isdigit():
             value = int(word)
         else:
-            word = KOREAN_LABELS.get(code, {}).get(word, word)
+            words = COLUMNS[code].words
+            word = words.get(word, word)
             if word in names:
                 return word
             shown = ", ".join(names) if len(names) <= 13 else f"{', '.join(names[:5])}, ... ({len(names)} names)"
-            korean = KOREAN_LABELS.get(code)
-            also = f", the words {', '.join(korean)}" if korean else ""
+            also = f", the words {', '.join(words)}" if words else ""
             raise DataError(path, where, f"{value!r} is not a class of {code.upper()}: expected a name "
                                          f"({shown}){also} or a class id 0-{len(names) - 1}")
     if isinstance(value, bool) or not isinstance(value, int):

@@ -10,14 +10,16 @@ sentence keeps one tag per non-space character, which is what the official score
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from baselines.data.hf import HF_NER_TAGS, SCHEMAS
-from baselines.metrics import scoring
+from baselines.data.hf import SCHEMAS
+from baselines.data.prediction_formats import COLUMNS
 
-TASKS = ("ynat", "nli", "sts", "re", "ner")
+# The tasks whose predictions a Trainer gives as class logits, numbers or tags (their cards' prediction table).
+TASKS = tuple(code for code, columns in COLUMNS.items() if columns.kind in ("label", "number", "tags"))
 IGNORED = -100  # the label id that HF's data collators put where a position is not scored
 
 
@@ -54,19 +56,20 @@ def _names(ids: np.ndarray, names: Sequence[str], task: str, what: str) -> list[
     return [names[int(index)] for index in ids]
 
 
-def _ner_tags(predictions: Any, labels: Any, tokens: Sequence[Sequence[str]] | None
-              ) -> tuple[list[list[str]], list[list[str]]]:
+def _tags(task: str, predictions: Any, labels: Any, tokens: Sequence[Sequence[str]] | None
+          ) -> tuple[list[list[str]], list[list[str]]]:
+    names = SCHEMAS[task].labels[COLUMNS[task].target]
     array, gold = np.asarray(predictions), np.asarray(labels)
     if array.ndim == 3:
         array = array.argmax(axis=-1)
     if array.shape != gold.shape or array.ndim != 2:
-        raise ValueError(f"ner: predictions of shape {np.asarray(predictions).shape} do not match label ids of "
-                         f"shape {gold.shape}: expected (n, length[, 13]) against (n, length)")
+        raise ValueError(f"{task}: predictions of shape {np.asarray(predictions).shape} do not match label ids of "
+                         f"shape {gold.shape}: expected (n, length[, {len(names)}]) against (n, length)")
     gold_tags, pred_tags = [], []
     for index, (predicted_row, gold_row) in enumerate(zip(array, gold)):
         kept = gold_row != IGNORED
-        gold_names = _names(gold_row[kept], HF_NER_TAGS, "ner", "label")
-        pred_names = _names(predicted_row[kept], HF_NER_TAGS, "ner", "predicted tag")
+        gold_names = _names(gold_row[kept], names, task, "label")
+        pred_names = _names(predicted_row[kept], names, task, "predicted tag")
         if tokens is not None and len(gold_names) == len(tokens[index]):  # one tag per character: drop spaces
             gold_names, pred_names = ([tag for tag, char in zip(names, tokens[index]) if char != " "]
                                       for names in (gold_names, pred_names))
@@ -75,28 +78,34 @@ def _ner_tags(predictions: Any, labels: Any, tokens: Sequence[Sequence[str]] | N
     return gold_tags, pred_tags
 
 
-def metric(task: str, tokens: Sequence[Sequence[str]] | None = None) -> Callable[[Any], dict[str, float]]:
+def metric(task: str, score: Callable[..., dict[str, float]],
+           tokens: Sequence[Sequence[str]] | None = None) -> Callable[[Any], dict[str, float]]:
     """A `compute_metrics` for a Trainer of `task` (see the module docstring): it takes an EvalPrediction or a
     (predictions, label_ids) pair and returns the official metrics (x100) with their breakdowns, as `score`
-    does. `tokens`: the HF dataset's NER tokens (characters), to drop spaces where every character is tagged."""
-    if task not in TASKS:
+    does, with `score`, the task's official scorer over labels, numbers or tags per sentence (its
+    baselines.metrics.scoring function). `tokens`: the HF dataset's NER tokens (characters), to drop spaces where every character is
+    tagged."""
+    if task not in TASKS or score is None:
         raise ValueError(f"a Trainer metric is given for {', '.join(TASKS)}; score {task}'s predictions as files "
                          "(`score`, api.score)")
+    # A scorer that ranks by class probabilities (RE's AUPRC) takes them and the class names after the labels.
+    takes_probabilities = len(inspect.signature(score).parameters) == 4
+
+    kind = COLUMNS[task].kind
 
     def compute_metrics(evaluated: Any) -> dict[str, float]:
         predictions, labels = _arrays(evaluated)
-        if task == "ner":
-            return scoring.score_ner(*_ner_tags(predictions, labels, tokens))
-        if task == "sts":
-            predicted = np.asarray(predictions, dtype=float).reshape(-1)
-            return scoring.score_sts(np.asarray(labels, dtype=float).reshape(-1).tolist(), predicted.tolist())
-        names = SCHEMAS[task].labels["label"]
+        if kind == "tags":
+            gold, predicted = _tags(task, predictions, labels, tokens)
+            return score(gold, predicted)
+        if kind == "number":
+            return score(np.asarray(labels, dtype=float).reshape(-1).tolist(),
+                         np.asarray(predictions, dtype=float).reshape(-1).tolist())
+        names = SCHEMAS[task].labels[COLUMNS[task].target]
         ids, probs = _class_ids(predictions, len(names), task)
         gold = _names(np.asarray(labels).reshape(-1), names, task, "label")
         predicted = _names(ids, names, task, "predicted class")
-        if task == "re":
-            return scoring.score_re(gold, predicted, probs, names)
-        return getattr(scoring, f"score_{task}")(gold, predicted)
+        return score(gold, predicted, probs, names) if takes_probabilities else score(gold, predicted)
 
     compute_metrics.__name__ = f"compute_{task}_metrics"
     return compute_metrics

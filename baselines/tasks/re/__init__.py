@@ -103,7 +103,7 @@ def load_resources(files: dict[str, Path]) -> dict:
     """The relation list: relation_list.json where found, else the official list, which the Hugging Face
     klue 're' ClassLabel keeps in the same order (so HF data needs no file beside it)."""
     if RELATION_LIST not in files:
-        return {"relations": list(hf.RE_LABELS)}
+        return {"relations": list(hf.SCHEMAS["re"].labels["label"])}
     path = files[RELATION_LIST]
     data = read_json(path)
     relations = data.get("relations") if isinstance(data, dict) else None
