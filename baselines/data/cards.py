@@ -81,6 +81,9 @@ class Card:
     huggingface: dict[str, Any]
     published: tuple[Published, ...]
     citation: str
+    # Words only this task's files carry, and where among other tasks' signs they are tried ({"rank", "signs"}):
+    # how an error names the task whose file was given by mistake (baselines.data.formats). None: no signs.
+    file_signs: dict[str, Any] | None = None
 
 
 def _card(data: Any, where: str) -> Card:
@@ -99,7 +102,7 @@ def _card(data: Any, where: str) -> Card:
             tuple(Published(item["model"], item["split"], item["source"],
                             {metric: float(score) for metric, score in item["scores"].items()})
                   for item in data["published"]),
-            str(data["citation"]))
+            str(data["citation"]), data.get("file_signs"))
     except (KeyError, TypeError, ValueError) as error:
         raise CardError(f"{where}: {type(error).__name__}: {error}") from None
 

@@ -5,13 +5,15 @@ import functools
 from pathlib import Path
 from typing import Callable
 
+from baselines.data import cards
 from baselines.data.fileio import DataError
 
 # Field names or header words that only one task's files (official, raw input or Hugging Face export) carry,
-# tried in this order: MRC and YNAT both have a "title", WoS turns and RE records both a "sentence".
-SIGNS = (("mrc", ('"paragraphs"', '"qas"', '"context"')), ("wos", ('"dialogue"',)), ("re", ('"subject_entity"',)),
-         ("nli", ('"premise"',)), ("sts", ('"sentence1"',)), ("ynat", ('"title"',)),
-         ("ner", ("NE_TAG", "## klue-ner", '"ner_tags"')), ("dp", ("DEPREL", "## klue-dp", '"deprel"')))
+# from each task's card, tried in the cards' rank order: MRC and YNAT both have a "title", WoS turns and RE
+# records both a "sentence", so the task whose signs are the more telling ranks first.
+SIGNS = tuple((card.code, tuple(card.file_signs["signs"]))
+              for card in sorted((card for card in cards.all_cards() if card.file_signs),
+                                 key=lambda card: card.file_signs["rank"]))
 PEEK_BYTES = 65536
 
 
@@ -26,7 +28,8 @@ def looks_like(path: Path) -> str | None:
 
 
 def _display(task: str) -> str:
-    return "WoS" if task == "wos" else task.upper()
+    """The task's short name as its card writes it (YNAT, WoS)."""
+    return next((card.title.split()[0] for card in cards.all_cards() if card.code == task), task.upper())
 
 
 def _with_article(task: str) -> str:
