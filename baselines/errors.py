@@ -22,8 +22,8 @@ from features.analysis import TextTooLong
 from features.embeddings import EmbeddingFileError
 
 __all__ = ["BaselinesError", "BaselinesWarning", "BackendError", "CacheWarning", "CardError", "DataError",
-           "DownloadError", "EmbeddingFileError", "InputWarning", "ModelFileError", "PlotsUnavailable", "PredictionError",
-           "RefusedCommandWarning", "SampleDataWarning", "SampleOverResults", "TextTooLong", "TrainingDataError",
+           "DownloadError", "EmbeddingFileError", "InputWarning", "ModelFileError", "PlotsUnavailable",
+           "PredictionError", "RefusedCommandWarning", "SampleDataWarning", "SampleOverResults", "TextTooLong", "TrainingDataError",
            "UnknownTask", "UsageError", "EXPLAINED_ERRORS"]
 
 

@@ -126,7 +126,8 @@ def main(source: Path) -> None:
                      lambda r: r["gold_label"], rng)
     sample_json_task(source, "klue-re-v1.1", "klue-re-v1.1_train.json", "klue-re-v1.1_dev.json",
                      lambda r: r["label"], rng)
-    shutil.copyfile(source / "klue-re-v1.1" / "relation_list.json", sample_folder("klue-re-v1.1") / "relation_list.json")
+    shutil.copyfile(source / "klue-re-v1.1" / "relation_list.json",
+                    sample_folder("klue-re-v1.1") / "relation_list.json")
     ner_train = first_existing(source / "klue-ner-v1.1", "klue-ner-v1.1_train.tsv",
                                "klue-ner-v1.1_train.first5000.tsv").name
     sample_tsv_task(source, "klue-ner-v1.1", "klue-ner-v1.1_train.tsv", "klue-ner-v1.1_dev.tsv", ner_train, rng)

@@ -59,7 +59,8 @@ def test_a_relation_an_answer_a_label_and_a_dialogue_state_are_drawn():
     answer = api.show("mrc", [{"guid": "m", "answer": "조선", "input": {"context": "홍길동은 조선 사람이다.", "question": "어디?"},
                            "gold": ["조선"]}])._repr_html_()
     assert "조선<sub>answer</sub>" in answer and "(gold: 조선)" in answer
-    declined = api.show("mrc", [{"guid": "m", "answer": "", "input": {"context": "본문", "question": "무엇?"}}])._repr_html_()
+    declined = api.show("mrc", [{"guid": "m", "answer": "", "input": {"context": "본문", "question": "무엇?"}}]
+                        )._repr_html_()
     assert "답 없음 (no answer)" in declined
     label = api.show("ynat", [{"guid": "y", "label": "스포츠", "probs": {"스포츠": 0.9}, "input": "손흥민 골", "gold": "스포츠"}],
                  {"examples": [{"guid": "y", "features": [{"feature": "morphemes 골/NNG", "weight": 0.5},

@@ -44,6 +44,7 @@ DESCRIBED = {
     "task-file": "the task's own file format",
 }
 
+
 @dataclass(frozen=True)
 class Columns:
     """How a task's predictions stand in a table or an array, from its card (huggingface.prediction_table): the

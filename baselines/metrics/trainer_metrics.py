@@ -83,8 +83,8 @@ def metric(task: str, score: Callable[..., dict[str, float]],
     """A `compute_metrics` for a Trainer of `task` (see the module docstring): it takes an EvalPrediction or a
     (predictions, label_ids) pair and returns the official metrics (x100) with their breakdowns, as `score`
     does, with `score`, the task's official scorer over labels, numbers or tags per sentence (its
-    baselines.metrics.scoring function). `tokens`: the HF dataset's NER tokens (characters), to drop spaces where every character is
-    tagged."""
+    baselines.metrics.scoring function). `tokens`: the HF dataset's NER tokens (characters), to drop spaces
+    where every character is tagged."""
     if task not in TASKS or score is None:
         raise ValueError(f"a Trainer metric is given for {', '.join(TASKS)}; score {task}'s predictions as files "
                          "(`score`, api.score)")
