@@ -6,8 +6,9 @@ of results/ that it claims, in tests/quoted_figures.json; the tables between gen
 A page's ties are in the order its figures stand. A tie is [figure, file, path, scale]: the file under results/
 (or a list of files, whose values are averaged: a mean over seeds), the JSON path to the value as a list of keys
 (or a list of paths, one per file), and the scale (1, or 100 for a share quoted as a percentage). A figure with
-no record is [figure, null, why, null], why starting 'not a measurement: ' (a version, a setting) or 'not tied: '
-(a measurement that results/ does not keep: a debt of the docs, listed so that it is seen). test_docs holds every
+no record is [figure, null, why, null], why starting 'not a measurement: ' (a version, a setting); a measurement
+that results/ does not keep has no place in the docs ('not tied: ' marks it here until it is recorded or reworded,
+and test_docs fails on it). test_docs holds every
 page's figures, in order, to its ties, and every tie to the value it names: a figure moved by 0.01, or a value
 rerun to another one, fails. New prose figures are tied
 by running this file and reading its choices (it prints each one with its sentence): where several records hold
