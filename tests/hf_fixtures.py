@@ -5,10 +5,15 @@ makes them, labels as names, encoded by `Dataset.from_dict` with the script's Fe
 
     python tests/hf_fixtures.py ../shared/klue /tmp/klue-hf      # <config>/{train,validation}.{jsonl,parquet}
 
-Written independently of baselines.data.hf, so that a mistake in one shows against the other.
+    python tests/hf_fixtures.py --sample tests/data/hf-jsonl        # the committed JSON Lines of the sample
+
+Written independently of baselines.data.hf, so that a mistake in one shows against the other. The JSON Lines
+that `datasets` writes of the shipped sample are committed (gzipped, under tests/data/hf-jsonl/), so that the
+tests of reading them need only the core; a test with `datasets` installed checks that they are what it writes.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import sys
@@ -166,6 +171,32 @@ def export_folder(source: Path, target: Path) -> list[Path]:
     return written
 
 
+SAMPLE_EXPORTS = Path(__file__).with_name("data") / "hf-jsonl"
+
+
+def sample_jsonl_exports(target: Path) -> list[Path]:
+    """The shipped sample's train and dev files of every built-in task, as `datasets` writes them to JSON Lines,
+    gzipped with no time stamp (so that rewriting them changes no byte): <code>/{train,validation}.jsonl.gz."""
+    from baselines import api
+    from baselines.runner.registry import TASK_CODES
+    written = []
+    for code in TASK_CODES:
+        (target / code).mkdir(parents=True, exist_ok=True)
+        for split, name in (("train", "train"), ("dev", "validation")):
+            plain = write_jsonl(dataset(code, hf_rows(code, api.data_file(code, split))),
+                                target / code / f"{name}.jsonl")
+            packed = target / code / f"{name}.jsonl.gz"
+            with open(packed, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out:
+                out.write(plain.read_bytes())
+            plain.unlink()
+            written.append(packed)
+    return written
+
+
 if __name__ == "__main__":
-    for written_path in export_folder(Path(sys.argv[1]), Path(sys.argv[2])):
+    if sys.argv[1] == "--sample":
+        written_paths = sample_jsonl_exports(Path(sys.argv[2]))
+    else:
+        written_paths = export_folder(Path(sys.argv[1]), Path(sys.argv[2]))
+    for written_path in written_paths:
         print(written_path)

@@ -2,6 +2,7 @@
 the same records and scores as from the official files."""
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -16,7 +17,8 @@ from baselines.cli import main
 from baselines.data.fileio import DataError
 from baselines.runner.registry import TASK_CODES, get_task
 from baselines.taskspec import align_predictions
-from hf_fixtures import NLI, dataset, hf_rows, write_jsonl, write_parquet, write_saved_dataset
+from hf_fixtures import (NLI, SAMPLE_EXPORTS, dataset, hf_rows, sample_jsonl_exports, write_jsonl, write_parquet,
+                         write_saved_dataset)
 from helpers import beats_the_sample_floor
 
 
@@ -27,26 +29,42 @@ def needs_the_hf_packages() -> None:
     pytest.importorskip("pyarrow", reason="parquet and save_to_disk exports need the hf extra (pyarrow)")
     pytest.importorskip("datasets", reason="the HF fixtures are written by the datasets library (the test extra)")
 
+
 FORMATS = ("jsonl", "parquet", "disk")
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory) -> Path:
-    """The shipped sample exported as HF `klue` files: <config>/{train,validation}.{jsonl,parquet} and
-    <config>/{train,validation}/ (save_to_disk), WoS's ontology beside its files as a user would put it."""
-    needs_the_hf_packages()
+def jsonl_exports(tmp_path_factory) -> Path:
+    """The shipped sample as `datasets` exports it to JSON Lines (committed, so that reading it needs only the core):
+    <config>/{train,validation}.jsonl, WoS's ontology beside its files as a user would put it."""
     root = tmp_path_factory.mktemp("hf")
     for code in TASK_CODES:
         folder = root / code
         folder.mkdir()
-        for split, name in (("train", "train"), ("dev", "validation")):
-            data = dataset(code, hf_rows(code, api.data_file(code, split)))
-            write_jsonl(data, folder / f"{name}.jsonl")
-            write_parquet(data, folder / f"{name}.parquet")
-            write_saved_dataset(data, folder / name)
+        for name in ("train", "validation"):
+            (folder / f"{name}.jsonl").write_bytes(gzip.decompress(
+                (SAMPLE_EXPORTS / code / f"{name}.jsonl.gz").read_bytes()))
         for extra in get_task(code).extra_files:
             shutil.copy(api.data_file(code, "dev").parent / extra, folder / extra)
     return root
+
+
+@pytest.fixture(scope="module")
+def exports(jsonl_exports) -> Path:
+    """The JSON Lines exports and, beside them, the same data written by `to_parquet` and `save_to_disk`:
+    <config>/{train,validation}.parquet and <config>/{train,validation}/."""
+    needs_the_hf_packages()
+    for code in TASK_CODES:
+        for split, name in (("train", "train"), ("dev", "validation")):
+            data = dataset(code, hf_rows(code, api.data_file(code, split)))
+            write_parquet(data, jsonl_exports / code / f"{name}.parquet")
+            write_saved_dataset(data, jsonl_exports / code / name)
+    return jsonl_exports
+
+
+def exports_of(request, kind: str) -> Path:
+    """The folder of exports that holds `kind`: JSON Lines with the core alone, the others with the hf packages."""
+    return request.getfixturevalue("jsonl_exports" if kind == "jsonl" else "exports")
 
 
 def export(root: Path, code: str, split: str, kind: str) -> Path:
@@ -64,7 +82,8 @@ def comparable(code: str, records: list) -> tuple:
 
 @pytest.mark.parametrize("kind", FORMATS)
 @pytest.mark.parametrize("code", TASK_CODES)
-def test_hf_exports_read_as_the_official_records(exports, code, kind):
+def test_hf_exports_read_as_the_official_records(request, code, kind):
+    exports = exports_of(request, kind)
     official = api.load(code, api.data_file(code, "dev"))
     from_hf = api.load(code, export(exports, code, "dev", kind))
     assert comparable(code, from_hf) == comparable(code, official)
@@ -74,23 +93,35 @@ def test_hf_exports_read_as_the_official_records(exports, code, kind):
         assert [r.guid for r in from_hf] == [f"row-{i}" for i in range(len(official))]  # not a whole split
 
 
+@pytest.mark.parametrize("kind", ("jsonl", "parquet"))
 @pytest.mark.parametrize("code", TASK_CODES)
-def test_a_model_scores_the_same_from_hf_files(exports, code):
+def test_a_model_scores_the_same_from_hf_files(request, code, kind):
+    exports = exports_of(request, kind)
     official = api.evaluate(code, "trivial", train=api.data_file(code, "train"), dev=api.data_file(code, "dev"))
-    for kind in ("jsonl", "parquet"):
-        from_hf = api.evaluate(code, "trivial", train=export(exports, code, "train", kind),
-                               dev=export(exports, code, "dev", kind))
-        assert from_hf["metrics"] == official["metrics"]
+    from_hf = api.evaluate(code, "trivial", train=export(exports, code, "train", kind),
+                           dev=export(exports, code, "dev", kind))
+    assert from_hf["metrics"] == official["metrics"]
 
 
-def test_a_data_dir_of_hf_exports(exports):
+def test_the_committed_json_lines_are_what_datasets_writes_of_the_sample(tmp_path):
+    """The committed exports that the core's tests read are the shipped sample's, as today's `datasets` writes
+    them: a changed sample, or a `datasets` that writes otherwise, shows here."""
+    needs_the_hf_packages()
+    for written in sample_jsonl_exports(tmp_path):
+        committed = SAMPLE_EXPORTS / written.relative_to(tmp_path)
+        assert gzip.decompress(written.read_bytes()) == gzip.decompress(committed.read_bytes()), committed
+
+
+def test_a_data_dir_of_hf_exports(jsonl_exports):
+    exports = jsonl_exports
     data = api.locate("nli", exports)
     assert data.train == exports / "nli" / "train.jsonl" and data.dev == exports / "nli" / "validation.jsonl"
     record = api.evaluate("re", "trivial", data_dir=exports)  # RE's relation list: the official one by default
     assert record["metrics"]["micro_f1"] == api.evaluate("re", "trivial")["metrics"]["micro_f1"]
 
 
-def test_nli_labels_follow_the_shipped_classlabel_order(exports):
+def test_nli_labels_follow_the_shipped_classlabel_order(jsonl_exports):
+    exports = jsonl_exports
     rows = [json.loads(line) for line in (exports / "nli" / "validation.jsonl").read_text(encoding="utf-8").split("\n")
             if line]
     records = api.load("nli", exports / "nli" / "validation.jsonl")
@@ -172,7 +203,7 @@ def test_guidless_rows_of_a_whole_split_get_the_official_stems():
 
 
 @pytest.mark.parametrize("code", ["ynat", "sts", "nli", "ner", "re", "dp", "mrc"])
-def test_hf_style_predictions_score_as_the_official_ones(exports, code, tmp_path):
+def test_hf_style_predictions_score_as_the_official_ones(jsonl_exports, code, tmp_path):
     dev = api.data_file(code, "dev")
     rows = api.predict(code, api.fit(code, api.data_file(code, "train")), dev)
     expected = api.score(code, dev, rows)
@@ -182,7 +213,8 @@ def test_hf_style_predictions_score_as_the_official_ones(exports, code, tmp_path
     if code == "mrc":  # the reader's diagnostics need its best span and belief, which HF answers do not carry
         expected = {key: value for key, value in expected.items() if key.startswith(("exact_match", "rouge_w"))}
     assert api.score(code, dev, path) == expected
-    assert api.score(code, export(exports, code, "dev", "parquet"), path) == expected
+    # the gold read from HF's JSON Lines: STS's scores are written there to 10 significant digits (as pandas does)
+    assert api.score(code, export(jsonl_exports, code, "dev", "jsonl"), path) == pytest.approx(expected, abs=1e-6)
     write_jsonl(hf.to_hf_predictions(code, rows)[:-1], path)
     with pytest.raises(DataError, match="predictions without guids for .* gold records"):
         api.score(code, dev, path)
