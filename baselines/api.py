@@ -51,7 +51,7 @@ from baselines.runtime import progress
 from baselines.bench import determinism as determinism_bench
 from baselines.bench import peers as peers_bench
 from baselines.bench import scale as scale_bench
-from baselines.metrics import scoring, teaching, trainer_metrics
+from baselines.metrics import teaching, trainer_metrics
 from baselines.data.fileio import (DataError, absolute_path, check_output_file, check_output_folder, read_json,
                                    write_jsonl_atomic)
 from baselines.runtime.parallel import Workers, local_jobs
@@ -720,7 +720,7 @@ def metric(task: str, tokens: Sequence[Sequence[str]] | None = None) -> Callable
     the dataset's NER tokens, to drop spaces where every character is tagged."""
     code = task_code(task)
     try:
-        compute = trainer_metrics.metric(code, getattr(scoring, f"score_{code}", None), tokens)
+        compute = trainer_metrics.metric(code, get_task(code).trainer_score, tokens)
     except ValueError as error:
         raise UsageError(str(error)) from None
 

@@ -111,6 +111,32 @@ class Requirement:
     settings: tuple[tuple[str, Any], ...] = ()
 
 
+# The tokens that a text classifier peer's text may hold besides the record's words (Benchmarks.peer_text): the
+# separator of a pair, the marks around a relation's subject and object; the peer never analyses them.
+PEER_SEPARATOR = "[SEP]"
+PEER_MARKS = (PEER_SEPARATOR, "<S>", "</S>", "<O>", "</O>")
+
+
+@dataclass(frozen=True)
+class Benchmarks:
+    """What the benchmarks (baselines.bench) ask of a task beyond its models and files: how to grow one input for
+    `bench long-inputs`, the peer that `bench peers` runs against it, and whether `doctor` fits its default."""
+
+    # (a plain input, size) -> the input grown to `size` units where the task reads the most text
+    # (baselines.data.grown has the pieces), and what a unit is.
+    grow: Callable[[Any, int], Any]
+    size_unit: str = "characters"
+    # The tool a user would pick instead, by its kind in baselines.bench.peers.PEER_KINDS (None: no peer), and,
+    # for a text classifier (fastText), the text it reads of a record.
+    peer: str | None = None
+    peer_text: Callable[[Any], str] | None = None
+    # Whether the task's score reads each class's probability, so that a peer's predictions carry them.
+    peer_probabilities: bool = False
+    # Whether `doctor` fits the default model on the sample: one task of each library the defaults rest on
+    # (scikit-learn's linear models, crfsuite), each fitted in a few seconds.
+    doctor_fits_default: bool = False
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """One KLUE task as the triple (data format, model, metric), seen by the runner and the CLI.
@@ -192,6 +218,11 @@ class TaskSpec:
     # (records, aligned predictions, examples) -> entity-level micro precision, recall and F1 and the error types
     # a reviewer asks for (wrong boundary, wrong type, both, missed, spurious), with examples; tasks of spans.
     entity_errors: Callable[[Sequence, Sequence[dict], int], dict] | None = None
+    # The official scorer over plain labels, numbers or tag sequences (baselines.metrics.scoring), which a Hugging
+    # Face Trainer's compute_metrics (api.metric) calls; None: the task has no Trainer metric.
+    trainer_score: Callable[..., dict[str, float]] | None = None
+    # What the benchmarks and `doctor` ask of the task (a Benchmarks); None: none of them runs it.
+    benchmarks: Benchmarks | None = None
 
     def __post_init__(self) -> None:
         # One place makes every task read Hugging Face exports: load and load_input try them first (the

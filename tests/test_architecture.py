@@ -106,6 +106,37 @@ def test_tasks_are_reached_only_through_the_registry_and_never_import_one_anothe
             assert own == other, f"{MODULES[module].relative_to(REPO)}:{line} imports another task: {target}"
 
 
+BUILT_IN_CODES = frozenset(path.parent.name for path in (REPO / "baselines" / "tasks").glob("*/card.json"))
+
+
+def strings_in_code(path: Path) -> list[tuple[str, int]]:
+    """(text, line) of every string constant of a module's code, its docstrings left out (prose may name a task)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.value, node.lineno) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+@pytest.mark.parametrize("module", sorted(name for name in MODULES if task_package(name) is None))
+def test_no_code_outside_the_tasks_names_a_task(module):
+    """What a task is and does is declared in its package (its card and its TaskSpec); the layers around the
+    tasks reach it by its code as a parameter, so no string of their code is a task's code (a dict key, a
+    comparison, a call's argument). Codes are lower case (the registry lowers what a user types); 'DP' in
+    upper case is a dependency label (a determiner phrase), not the task."""
+    named = [(text, line) for text, line in strings_in_code(MODULES[module]) if text in BUILT_IN_CODES]
+    assert not named, f"{MODULES[module].relative_to(REPO)} names tasks: {named}"
+
+
+def test_the_task_code_check_sees_a_named_task(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text('"""A docstring may say ynat."""\nSIZES = {"dp": 1}\nif code == "wos":\n    pass\n',
+                       encoding="utf-8")
+    assert [text for text, _line in strings_in_code(planted) if text in BUILT_IN_CODES] == ["dp", "wos"]
+    assert len(BUILT_IN_CODES) == 8
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_no_import_of_the_project_hides_inside_a_function(module):
     hidden = [(target, line) for target, line, top in project_imports(MODULES[module]) if not top]

@@ -15,6 +15,7 @@ from baselines.bench import peers
 from baselines.runner import results
 from baselines.errors import UsageError
 from baselines.runner.registry import get_task
+from baselines.taskspec import PEER_SEPARATOR
 from baselines.tasks.nli import NliExample
 from helpers import FLOOR_MARGINS, assert_beats_the_floor, sample_records, sample_resources, scored
 
@@ -64,7 +65,7 @@ def run_peer(code: str, train: list, dev: list) -> tuple[list, dict, dict, dict]
     """(rows, scores, the floor's scores, the selection's details) of the task's peer trained on `train`."""
     task, resources = get_task(code), sample_resources(code)
     floor = scored(code, "trivial", train, dev)
-    _name, select, run = peers.PEERS[code]
+    _name, select, run = peers.peer_of(code)
     details = select(task, train, 0, peers.Clock(), lambda message: None, resources)
     clock = peers.Clock()
     rows = run(task, train, dev, details["chosen"], 0, clock, resources)
@@ -150,7 +151,7 @@ def test_a_system_that_scores_differently_between_runs_is_refused():
 def test_fasttext_reads_the_hypothesis_after_the_separator():
     # fastText ends a line at its own '</s>': a peer that joined the pair with it would never see the hypothesis.
     pytest.importorskip("fasttext")
-    texts = [f"오늘 날씨가 맑다 {peers.SEPARATOR} {word}" for word in ("맑다", "흐리다") * 50]
+    texts = [f"오늘 날씨가 맑다 {PEER_SEPARATOR} {word}" for word in ("맑다", "흐리다") * 50]
     labels = ["entailment", "contradiction"] * 50
     setting = {"input": "characters", "wordNgrams": 1, "epoch": 25, "lr": 0.5}
     model = peers._fasttext_fit(texts, labels, setting, seed=0)
@@ -159,7 +160,7 @@ def test_fasttext_reads_the_hypothesis_after_the_separator():
 
 def test_re_marks_its_entities_and_kiwi_keeps_the_marks():
     record = sample_records("re", "dev")[0]
-    marked = peers.marked_sentence(record)
+    marked = get_task("re").benchmarks.peer_text(record)
     assert f"<S> {record.subject.word} </S>" in marked and f"<O> {record.object.word} </O>" in marked
     analysed = peers.kiwi_morphemes([marked])[0].split()
     assert analysed.count("<S>") == analysed.count("</S>") == analysed.count("<O>") == 1

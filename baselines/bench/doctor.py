@@ -16,12 +16,11 @@ from baselines.data import sources
 from baselines.data.locate import locate
 from baselines.errors import BaselinesError
 from baselines.runner import evaluate, ready
-from baselines.runner.registry import TASK_CODES, all_tasks, get_task
+from baselines.runner.registry import TASK_CODES, all_tasks
 from baselines.runtime import progress
 from baselines.runtime.provenance import versions
 from features import analysis
 
-REAL_MODELS = ("ynat", "ner")  # TF-IDF + logistic regression, and the CRF
 # What each extra adds, and a module whose presence shows it is installed.
 EXTRAS = {"secure": ("skops", "model files that load without running code"),
           "plots": ("matplotlib", "figures, with a Korean font"),
@@ -46,9 +45,11 @@ def run_checks(data_dir: Path | None = None, models_dir: Path | None = None,
     for task in all_tasks():
         log(f"doctor: {task.code} on the shipped sample")
         checks.append(_task_on_sample(task, "trivial"))
-    for code in REAL_MODELS:  # scikit-learn's and crfsuite's own models, trained for real in a few seconds
-        log(f"doctor: {code}'s default model on the shipped sample")
-        checks.append(_task_on_sample(get_task(code), None))
+    # scikit-learn's and crfsuite's own models, trained for real in a few seconds: the tasks that ask for it
+    for task in all_tasks():
+        if task.benchmarks is not None and task.benchmarks.doctor_fits_default:
+            log(f"doctor: {task.code}'s default model on the shipped sample")
+            checks.append(_task_on_sample(task, None))
     checks.append(_data(data_dir))
     folder = ready.models_dir(models_dir)
     found = [task.code for task in all_tasks() if ready.model_path(folder, task.code).is_file()]

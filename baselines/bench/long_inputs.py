@@ -1,7 +1,6 @@
 """`bench long-inputs`: seconds and peak memory of each task's model predicting one input of growing size."""
 from __future__ import annotations
 
-import copy
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -17,45 +16,11 @@ from baselines.data.fileio import check_output_folder
 from baselines.runner.registry import get_task
 from features import analysis
 
-# Sizes of the one input, in characters of its longest text; DP's in eojeols, as it decodes them.
+# Sizes of the one input, by the unit its task grows (Benchmarks.size_unit): characters of its longest text, or
+# eojeols for a parser, as it decodes them.
 CHARACTERS = (1_000, 10_000, 100_000)  # 100,000: the most one text may have (features.analysis)
 EOJEOLS = (100, 500, 2_000, 5_000)
-
-
-def _repeated(text: str, size: int) -> str:
-    """`text` written again and again, joined by spaces, and cut to `size` characters at a space."""
-    times = -(-size // (len(text) + 1))
-    long = " ".join([text] * times)[:size]
-    return long.rsplit(" ", 1)[0] if " " in long[size // 2:] else long
-
-
-def _eojeols(text: str, count: int) -> str:
-    words = text.split()
-    return " ".join(words[index % len(words)] for index in range(count))
-
-
-def _longest_turn(dialogue: dict, size: int) -> dict:
-    grown = copy.deepcopy(dialogue)
-    user = next(turn for turn in grown["dialogue"] if turn["role"] == "user")
-    user["text"] = _repeated(user["text"], size)
-    return grown
-
-
-def _grown_entity_sentence(pair: dict, size: int) -> dict:
-    return {**pair, "sentence": pair["sentence"] + " " + _repeated(pair["sentence"], size - len(pair["sentence"]) - 1)}
-
-
-# Each task's plain input (TaskSpec.plain_inputs of a sample dev record) made `size` long where it reads the
-# most text: the title, the first sentence of a pair, the sentence (its entities stay where they are), the
-# passage, a user turn, or the eojeols of a DP sentence.
-GROWN: dict[str, Callable[[Any, int], Any]] = {
-    "ynat": _repeated, "ner": _repeated, "dp": _eojeols,
-    "sts": lambda pair, size: (_repeated(pair[0], size), pair[1]),
-    "nli": lambda pair, size: (_repeated(pair[0], size), pair[1]),
-    "re": _grown_entity_sentence,
-    "mrc": lambda question, size: {**question, "context": _repeated(question["context"], size)},
-    "wos": _longest_turn,
-}
+SIZES = {"characters": CHARACTERS, "eojeols": EOJEOLS}
 
 
 def measure(task: str, model: Any, plain: Any, sizes: Sequence[int], log: Callable[[str], None]) -> list[dict]:
@@ -63,13 +28,13 @@ def measure(task: str, model: Any, plain: Any, sizes: Sequence[int], log: Callab
     spec = get_task(task)
     points = []
     for size in sizes:
-        grown = GROWN[task](plain, size)
+        grown = spec.benchmarks.grow(plain, size)
         memory.reset_peak()
         start = time.perf_counter()
         spec.predict(model, spec.as_records([grown]))
         seconds = time.perf_counter() - start
         points.append({"size": size, "seconds": round(seconds, 2), "peak_rss_mb": memory.rounded_peak_mb()})
-        log(f"{task}: {size:,} {'eojeols' if task == 'dp' else 'characters'}: {seconds:.1f} s, "
+        log(f"{task}: {size:,} {spec.benchmarks.size_unit}: {seconds:.1f} s, "
             f"{results.memory_cell(points[-1]['peak_rss_mb'])} MiB")
     return points
 
@@ -105,6 +70,6 @@ def _measure_tasks(report: dict, tasks: Sequence[str], log: Callable[[str], None
         _name, model = build.build_model(spec, None, 0, spec.load_resources(extras))
         model.fit(train, spec.targets(train))
         plain = spec.plain_inputs(spec.load(folder / spec.dev_file)[:1])[0]
-        sizes = EOJEOLS if task == "dp" else CHARACTERS
-        report["tasks"][task] = {"unit": "eojeols" if task == "dp" else "characters",
-                                 "points": measure(task, model, plain, sizes, log)}
+        unit = spec.benchmarks.size_unit
+        report["tasks"][task] = {"unit": unit,
+                                 "points": measure(task, model, plain, SIZES[unit], log)}

@@ -47,8 +47,8 @@ from baselines.runtime.provenance import code_version, machine, versions
 
 from baselines.runtime import memory
 from baselines.runtime.parallel import answer_in_new_process, in_new_process
-from baselines.runner.registry import get_task
-from baselines.taskspec import TaskSpec
+from baselines.runner.registry import all_tasks, get_task
+from baselines.taskspec import PEER_MARKS, TaskSpec
 
 HOLD_OUT = 0.1
 ROUNDS = 3  # runs of each system: the median of three is not one lucky run
@@ -106,31 +106,12 @@ FASTTEXT_GRID = [{"input": representation, "wordNgrams": ngrams, "epoch": epoch,
                  for epoch, lr in ((5, 0.1), (25, 0.1), (10, 0.5))]
 # Between NLI's premise and hypothesis: a token in no sentence. Not fastText's own '</s>': its reader ends the
 # line there, and the hypothesis would be read as a line without a label.
-SEPARATOR = "[SEP]"
-
-
-def marked_sentence(record) -> str:
-    """An RE sentence with its two entities marked by tokens of their own: '<S> 이순신 </S>', '<O> 장군 </O>'
-    (the later entity marked first, so that the earlier one's offsets still hold)."""
-    text = record.sentence
-    spans = sorted([(record.subject, "S"), (record.object, "O")], key=lambda pair: -pair[0].start)
-    for entity, mark in spans:
-        text = f"{text[:entity.start]} <{mark}> {text[entity.start:entity.end + 1]} </{mark}> {text[entity.end + 1:]}"
-    return " ".join(text.split())
-
-
-# By task: what fastText reads of a record.
-FASTTEXT_TEXT: dict[str, Callable[[Any], str]] = {
-    "ynat": lambda record: record.title,
-    "nli": lambda record: f"{record.premise} {SEPARATOR} {record.hypothesis}",
-    "re": marked_sentence,
-}
 
 
 def kiwi_morphemes(texts: Sequence[str]) -> list[str]:
     """Each text as Kiwi's morphemes, 'form/tag' separated by spaces (raw Kiwi, as a fastText user runs it); the
     separator and the entity marks stay tokens of their own."""
-    kept = {SEPARATOR, "<S>", "</S>", "<O>", "</O>"}
+    kept = set(PEER_MARKS)
     runs = [[" ".join(run) for run in _split_at(text.split(" "), kept)] for text in texts]
     analysed = iter(" ".join(f"{token.form}/{token.tag}" for token in tokens)
                     for tokens in Kiwi().tokenize([run for parts in runs for run in parts if run not in kept]))
@@ -173,9 +154,9 @@ def _fasttext_predict(model, texts: Sequence[str]) -> list[dict]:
 
 
 def _with_every_label(task: TaskSpec, rows: list[dict], resources: dict) -> list[dict]:
-    """RE's rows with a probability for every relation (0 for one that fastText never saw in training), as its
-    AUPRC asks; other tasks' rows without probabilities, as their scores read none."""
-    if task.code != "re":
+    """Rows with a probability for every relation (0 for one that fastText never saw in training) where the task's
+    score reads them (RE's AUPRC); other tasks' rows without probabilities, as their scores read none."""
+    if not task.benchmarks.peer_probabilities:
         return [{key: value for key, value in row.items() if key != "probs"} for row in rows]
     relations = resources["relations"]
     return [{**row, "probs": {relation: row["probs"].get(relation, 0.0) for relation in relations}} for row in rows]
@@ -184,7 +165,7 @@ def _with_every_label(task: TaskSpec, rows: list[dict], resources: dict) -> list
 def fasttext_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, resources: dict) -> dict:
     """fastText's setting, chosen by the first headline metric on the hold-out (the first of the best on a tie)."""
     labels = task.targets(train)
-    raw = {"characters": [FASTTEXT_TEXT[task.code](record) for record in train]}
+    raw = {"characters": [task.benchmarks.peer_text(record) for record in train]}
     raw["morphemes"] = clock.measure("selection", lambda: kiwi_morphemes(raw["characters"]))
     inner, held = hold_out(task, train, seed)
     table = []
@@ -204,7 +185,7 @@ def fasttext_peer(task: TaskSpec, train: list, dev: list, chosen: dict, seed: in
                   resources: dict) -> list[dict]:
     """fastText with the chosen setting, fitted on the whole training file, predicting the dev file."""
     labels = task.targets(train)
-    raw = [FASTTEXT_TEXT[task.code](record) for record in list(train) + list(dev)]
+    raw = [task.benchmarks.peer_text(record) for record in list(train) + list(dev)]
     texts = clock.measure("analysis", lambda: kiwi_morphemes(raw)) if chosen["input"] == "morphemes" else raw
     model = clock.measure("fit", lambda: _fasttext_fit(texts[:len(train)], labels, chosen, seed))
     predicted = clock.measure("predict", lambda: _fasttext_predict(model, texts[len(train):]))
@@ -399,15 +380,23 @@ def udpipe_dp(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, c
     return rows
 
 
-# By task: the peer's name, how it chooses its settings on the training file, and how it runs with them.
-PEERS: dict[str, tuple[str, Callable, Callable]] = {
-    "ynat": ("fastText 0.9.2", fasttext_select, fasttext_peer),
-    "sts": ("TF-IDF cosine (scikit-learn)", tfidf_select, tfidf_sts),
-    "nli": ("fastText 0.9.2", fasttext_select, fasttext_peer),
-    "ner": ("plain character CRF (sklearn-crfsuite)", crf_select, plain_crf_ner),
-    "re": ("fastText 0.9.2", fasttext_select, fasttext_peer),
-    "dp": ("UDPipe 1.4 parser", udpipe_select, udpipe_dp),
+# By kind (Benchmarks.peer, which each task declares): the peer's name, how it chooses its settings on the
+# training file, and how it runs with them.
+PEER_KINDS: dict[str, tuple[str, Callable, Callable]] = {
+    "fasttext": ("fastText 0.9.2", fasttext_select, fasttext_peer),
+    "tfidf-cosine": ("TF-IDF cosine (scikit-learn)", tfidf_select, tfidf_sts),
+    "plain-crf": ("plain character CRF (sklearn-crfsuite)", crf_select, plain_crf_ner),
+    "udpipe": ("UDPipe 1.4 parser", udpipe_select, udpipe_dp),
 }
+
+
+def peer_of(code: str) -> tuple[str, Callable, Callable]:
+    """The (name, select, run) of the peer that the task declares; a UsageError naming the tasks that have one."""
+    task = get_task(code)
+    if task.benchmarks is None or task.benchmarks.peer is None:
+        with_peers = [other.code for other in all_tasks() if other.benchmarks and other.benchmarks.peer]
+        raise UsageError(f"bench peers knows peers for {', '.join(with_peers)}, not {code}")
+    return PEER_KINDS[task.benchmarks.peer]
 
 
 SYSTEMS = ("peer", "default", "fast")  # the order each round runs them in
@@ -432,7 +421,7 @@ def measure(code: str, who: str, seed: int, data: dict, chosen: dict | None = No
                 "peak_rss_mb": record.get("peak_rss_mb")}
     memory.reset_peak()
     clock = Clock()
-    name, select, run = PEERS[code]
+    name, select, run = peer_of(code)
     train = clock.measure("load", lambda: task.load(located.train))
     resources = task.load_resources(located.extras)
     if who == "select":
@@ -482,8 +471,7 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
                 log: Callable[[str], None] = lambda message: None) -> dict:
     """The task's peer, our default model and our fast one, each run `rounds` times in turn (peer, default, fast,
     then again), each run in a new process with an empty analysis cache; their medians, spreads and ratios."""
-    if code not in PEERS:
-        raise UsageError(f"bench peers knows peers for {', '.join(PEERS)}, not {code}")
+    peer_name = peer_of(code)[0]
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise UsageError(f"{errors.setting('--rounds', 'rounds')} must be a whole number of at least 1, not {rounds!r}")
     task = get_task(code)
@@ -494,14 +482,14 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
                          f"for a partial training file)")
     data = {"data_dir": str(data_dir) if data_dir else None, "train": str(train) if train else None,
             "dev": str(dev) if dev else None}
-    log(f"{code}: {PEERS[code][0]} chooses its settings on the training file, in a new process")
+    log(f"{code}: {peer_name} chooses its settings on the training file, in a new process")
     selection = in_new_process("baselines.bench.peers", {"code": code, "who": "select", "seed": seed, "data": data},
                                f"{code}: select failed")
     log(f"{code}: chosen {selection['chosen']} in {selection['seconds']:.1f} s")
     runs: dict[str, list[dict]] = {who: [] for who in SYSTEMS}
     for round_number in range(1, rounds + 1):
         for who in SYSTEMS:
-            log(f"{code}: round {round_number} of {rounds}: {PEERS[code][0] if who == 'peer' else who}, "
+            log(f"{code}: round {round_number} of {rounds}: {peer_name if who == 'peer' else who}, "
                 f"in a new process")
             run = in_new_process("baselines.bench.peers", {"code": code, "who": who, "seed": seed, "data": data,
                                                            "chosen": selection["chosen"]}, f"{code}: {who} failed")

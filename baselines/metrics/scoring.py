@@ -49,7 +49,7 @@ def _per_class_f1(gold: Sequence[str], pred: Sequence[str], prefix: str = "class
 
 def score_ynat(gold: Sequence[str], pred: Sequence[str]) -> dict[str, float]:
     """Macro F1 over the topic labels seen in gold or prediction."""
-    _check_lengths("ynat", gold, pred)
+    _check_lengths("macro F1", gold, pred)
     result = {"macro_f1": float(metrics.f1_score(gold, pred, average="macro")) * 100}
     result.update(_per_class_f1(gold, pred))
     return result
@@ -57,7 +57,7 @@ def score_ynat(gold: Sequence[str], pred: Sequence[str]) -> dict[str, float]:
 
 def score_nli(gold: Sequence[str], pred: Sequence[str]) -> dict[str, float]:
     """Accuracy of the entailment / neutral / contradiction labels."""
-    _check_lengths("nli", gold, pred)
+    _check_lengths("accuracy", gold, pred)
     result = {"accuracy": float(metrics.accuracy_score(gold, pred)) * 100}
     result.update(_per_class_f1(gold, pred))
     return result
@@ -66,7 +66,7 @@ def score_nli(gold: Sequence[str], pred: Sequence[str]) -> dict[str, float]:
 def score_sts(gold: Sequence[float], pred: Sequence[float]) -> dict[str, float]:
     """Pearson r on the unrounded gold scores (NaN, undefined, when either side is constant), and binary F1
     with both sides thresholded at 3.0. Scores outside 0-5 are scored as given, as the official code does."""
-    _check_lengths("sts", gold, pred)
+    _check_lengths("Pearson r and F1", gold, pred)
     gold_arr = np.asarray(gold, dtype=float)
     pred_arr = np.asarray(pred, dtype=float)
     # Pearson r of a constant series is undefined (0/0); the official scipy call returns NaN there, and so
@@ -109,7 +109,7 @@ def score_ner(gold_tags: Sequence[Sequence[str]], pred_tags: Sequence[Sequence[s
     which the official scorer calls, the entity macro average runs over the types present in gold or
     predictions (a type in neither is left out, not scored 0), and is NaN (undefined) when there are none.
     """
-    _check_lengths("ner", gold_tags, pred_tags)
+    _check_lengths("entity and character F1", gold_tags, pred_tags)
     for index, (gold, pred) in enumerate(zip(gold_tags, pred_tags)):
         if len(gold) != len(pred):
             raise ValueError(f"ner: sentence {index} has {len(gold)} gold tags but {len(pred)} predicted")
@@ -151,7 +151,7 @@ def score_re(
 
     ``probs`` columns follow ``labels`` (relation_list.json order); without them only micro F1 is given.
     """
-    _check_lengths("re", gold, pred)
+    _check_lengths("relation F1 and AUPRC", gold, pred)
     labels = list(labels)
     unknown = (set(gold) | set(pred)) - set(labels)
     if unknown:
@@ -352,7 +352,7 @@ def turn_f1(gold: Sequence[str], pred: Sequence[str]) -> float:
 def score_wos(gold_states: Sequence[Sequence[str]], pred_states: Sequence[Sequence[str]]) -> dict[str, float]:
     """Joint goal accuracy (state sets equal) and TRADE-style slot F1 over user turns, plus per-slot
     accuracy."""
-    _check_lengths("wos", gold_states, pred_states)
+    _check_lengths("joint goal accuracy and slot F1", gold_states, pred_states)
     gold_sets = [set(g) for g in gold_states]
     pred_sets = [set(p) for p in pred_states]
     joint = [gold == pred for gold, pred in zip(gold_sets, pred_sets)]

@@ -27,8 +27,9 @@ from baselines.models.explain import strongest
 from baselines.models.params import (FOLDS_OR_OFF, ITERATIONS, NEIGHBOURS, NON_NEGATIVE, SEED, HasMethods, Interval,
                               StrOptions)
 from baselines.metrics.teaching import Comparison
-from baselines.taskspec import (ModelEntry, PredictionError, Requirement, TaskSpec, align_predictions, copy_marker,
-                                jsonl_records)
+from baselines.data import grown
+from baselines.taskspec import (Benchmarks, ModelEntry, PredictionError, Requirement, TaskSpec, align_predictions,
+                                copy_marker, jsonl_records)
 from features.align import char_to_eojeol, char_to_morpheme
 from features.analysis import analyze
 from features.characters import char_class, shape
@@ -820,4 +821,6 @@ TASK = TaskSpec(
     entity_errors=entity_errors,
     drawer=html.draw_ner,
     drawer_legend=html.entity_legend,
+    trainer_score=scoring.score_ner,
+    benchmarks=Benchmarks(grow=grown.repeated, peer="plain-crf", doctor_fits_default=True),
 )

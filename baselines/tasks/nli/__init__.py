@@ -24,8 +24,10 @@ from baselines.models.explain import LinearExplanation
 from baselines.models.params import (FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, NON_NEGATIVE,
                               POSITIVE, SEED)
 from baselines.runtime.parallel import local_jobs
-from baselines.taskspec import (HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions,
-                                check_gold_labels, check_labels, compare_labels, jsonl_records, label_predictions)
+from baselines.data import grown
+from baselines.taskspec import (Benchmarks, PEER_SEPARATOR, HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry,
+                                TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
+                                jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.morphemes import Analysis
 from features.normalize import nfc_fields
@@ -554,4 +556,7 @@ TASK = TaskSpec(
                  "sklearn._loss._loss.CyHalfMultinomialLoss", "sklearn.preprocessing._label.LabelEncoder"),
     drawer=html.draw_labelled,
     page_form="pair",
+    trainer_score=scoring.score_nli,
+    benchmarks=Benchmarks(grow=grown.first_of_pair, peer="fasttext",
+                          peer_text=lambda record: f"{record.premise} {PEER_SEPARATOR} {record.hypothesis}"),
 )

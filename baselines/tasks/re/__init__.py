@@ -22,8 +22,9 @@ from baselines.models.estimators import PLAIN_INPUT, FloorClassifier, TaskModel,
 from baselines.models.explain import LinearExplanation
 from baselines.models.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, POSITIVE, SEED, HasMethods, Interval
 from baselines.models.priors import adapt_to_priors
-from baselines.taskspec import ModelEntry, PredictionError, Requirement, TaskSpec, align_predictions, check_labels, \
-    compare_labels, is_finite_number, jsonl_records, label_predictions
+from baselines.data import grown
+from baselines.taskspec import (Benchmarks, ModelEntry, PredictionError, Requirement, TaskSpec, align_predictions,
+                                check_labels, compare_labels, is_finite_number, jsonl_records, label_predictions)
 from features.align import morphemes_in_span
 from features.analysis import analyze
 from features.morphemes import Analysis, eojeol_spans
@@ -614,6 +615,17 @@ def compare(records: Sequence, aligned: Sequence[dict]):
     return compare_labels(aligned, targets(records), "entity pair")
 
 
+def marked_sentence(record) -> str:
+    """The sentence with its two entities marked by tokens of their own, as a text classifier peer reads it:
+    '<S> 이순신 </S>', '<O> 장군 </O>' (taskspec.PEER_MARKS; the later entity marked first, so that the earlier one's
+    offsets still hold)."""
+    text = record.sentence
+    spans = sorted([(record.subject, "S"), (record.object, "O")], key=lambda pair: -pair[0].start)
+    for entity, mark in spans:
+        text = f"{text[:entity.start]} <{mark}> {text[entity.start:entity.end + 1]} </{mark}> {text[entity.end + 1:]}"
+    return " ".join(text.split())
+
+
 TASK = TaskSpec(
     code="re", title="RE relation extraction", folder="klue-re-v1.1",
     train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,),
@@ -645,4 +657,7 @@ TASK = TaskSpec(
                  OrderedLogisticRegression, DictVectorizer),
     drawer=html.draw_re,
     page_form="relation",
+    trainer_score=scoring.score_re,
+    benchmarks=Benchmarks(grow=grown.sentence_extended, peer="fasttext", peer_text=marked_sentence,
+                          peer_probabilities=True),
 )

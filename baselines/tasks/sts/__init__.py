@@ -25,8 +25,9 @@ from baselines.models.estimators import FloorInputs, TaskModel, plain_pair, reco
 from baselines.models.params import FOLDS_OR_OFF, ITERATIONS, NGRAM_RANGE, POSITIVE, SEED, Interval
 from baselines.errors import caller_stacklevel
 from baselines.metrics.teaching import Comparison
-from baselines.taskspec import (HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions,
-                                check_numbers, jsonl_records)
+from baselines.data import grown
+from baselines.taskspec import (Benchmarks, HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec,
+                                align_predictions, check_numbers, jsonl_records)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.pairs import EMBEDDING_FEATURES, embedding_alignment, overlap_features
@@ -469,4 +470,6 @@ TASK = TaskSpec(
                  "sklearn._loss.loss.HalfSquaredError", "sklearn._loss._loss.CyHalfSquaredError"),
     drawer=html.draw_labelled,
     page_form="pair",
+    trainer_score=scoring.score_sts,
+    benchmarks=Benchmarks(grow=grown.first_of_pair, peer="tfidf-cosine"),
 )

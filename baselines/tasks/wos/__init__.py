@@ -25,7 +25,9 @@ from baselines.models.explain import linear_top_features
 from baselines.models.params import FOLDS, JOBS, MIN_COUNT, POSITIVE, SEED, Interval, StrOptions
 from baselines.metrics.teaching import Comparison, precision_recall_rows
 from baselines.runtime.parallel import local_jobs
-from baselines.taskspec import TFIDF_PARTS, ModelEntry, PredictionError, TaskSpec, align_predictions, copy_marker
+from baselines.data import grown
+from baselines.taskspec import (Benchmarks, TFIDF_PARTS, ModelEntry, PredictionError, TaskSpec, align_predictions,
+                                copy_marker)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.vectorize import morpheme_tokens, ngrams
@@ -800,4 +802,5 @@ TASK = TaskSpec(
                  *TFIDF_PARTS),
     drawer=html.draw_wos,
     page_form="dialogue",
+    benchmarks=Benchmarks(grow=grown.first_user_turn_grown),
 )

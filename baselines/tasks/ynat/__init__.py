@@ -18,8 +18,9 @@ from baselines.data.fileio import guid_of, looks_like_jsonl, read_json, require,
 from baselines.models.estimators import FloorClassifier, TaskModel, plain_text, records_from
 from baselines.models.explain import LinearExplanation
 from baselines.models.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, POSITIVE, SEED, StrOptions
-from baselines.taskspec import (TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
-                                compare_labels, jsonl_records, label_predictions)
+from baselines.data import grown
+from baselines.taskspec import (Benchmarks, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_gold_labels,
+                                check_labels, compare_labels, jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.vectorize import CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, prefetch_neighbours
@@ -280,4 +281,7 @@ TASK = TaskSpec(
     saved_types=(TopicClassifier, MostFrequentTopic, OrderedLogisticRegression, FeatureUnion, *TFIDF_PARTS,
                  CharacterNgrams, MorphemeNgrams, MorphemeNeighbours),
     drawer=html.draw_labelled,
+    trainer_score=scoring.score_ynat,
+    benchmarks=Benchmarks(grow=grown.repeated, peer="fasttext", peer_text=lambda record: record.title,
+                          doctor_fits_default=True),
 )
