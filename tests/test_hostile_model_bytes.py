@@ -213,3 +213,79 @@ def test_a_model_file_past_the_size_ceiling_is_refused_unread(model_files, tmp_p
     with pytest.raises(ModelFileError, match=f"{persistence.MODEL_FILE_LIMIT + 1:,} bytes, more than a model file "
                                              f"may hold"):
         persistence.load_model(path, "ynat", provenance.versions())
+
+
+def _labels_cqdb(model: bytearray) -> int:
+    return struct.unpack_from("<I", model, 32)[0]  # the header's off_labels
+
+
+def _first_buckets(model: bytearray) -> int:
+    """Where the labels database's first hash table in use gives its number of buckets."""
+    cqdb = _labels_cqdb(model)
+    return next(cqdb + 24 + 8 * table + 4 for table in range(256)
+                if struct.unpack_from("<I", model, cqdb + 24 + 8 * table)[0])
+
+
+def _unused_buckets(model: bytearray) -> int:
+    """Where a table with no offset (not in use, but counted as crfsuite counts strings) gives its buckets."""
+    cqdb = _labels_cqdb(model)
+    return next(cqdb + 24 + 8 * table + 4 for table in range(256)
+                if not struct.unpack_from("<I", model, cqdb + 24 + 8 * table)[0])
+
+
+def _first_label_string(model: bytearray) -> int:
+    """Where the labels database's string of id 0 starts (its id-to-string array leads to its record)."""
+    cqdb = _labels_cqdb(model)
+    backward = struct.unpack_from("<I", model, cqdb + 20)[0]
+    return cqdb + struct.unpack_from("<I", model, cqdb + backward)[0] + 8
+
+
+def _set(position_of, value: int):
+    def change(model: bytearray) -> None:
+        struct.pack_into("<I", model, position_of(model), value)
+    return change
+
+
+def _set_byte(position_of, value: int):
+    def change(model: bytearray) -> None:
+        model[position_of(model)] = value
+    return change
+
+
+# Each refusal of the string databases, with the whole message that says what was expected (a mutant that empties
+# a message, or drops its check, fails here).
+@pytest.mark.parametrize("change, refusal", [
+    (_set(_labels_cqdb, 0x42444351), r"the labels database at offset [\d,]+ does not start with CQDB$"),
+    (_set(lambda m: _labels_cqdb(m) + 12, 7), r"the labels database's byte-order mark is 0x7$"),
+    (_set(lambda m: _labels_cqdb(m) + 4, 1 << 30),
+     r"the labels database \(1,073,741,824 bytes at offset [\d,]+\) runs past the end of the model's [\d,]+ bytes$"),
+    (_set(_first_buckets, 1 << 20), r"the labels database's hash tables hold more buckets than its bytes$"),
+    (_set(_unused_buckets, 1 << 20), r"the labels database holds 524,\d+ strings, the model \d+$"),
+    (_set(lambda m: _labels_cqdb(m) + 16, 99), r"the labels database's id-to-string array holds 99 ids, the model "),
+    (_set(lambda m: _labels_cqdb(m) + struct.unpack_from("<I", m, _labels_cqdb(m) + 20)[0], 0),
+     r"an id of the labels database has no string$"),
+    (_set(lambda m: _first_label_string(m) - 8, 1 << 20),
+     r"a string record of the labels database has an id of no label$"),
+    (_set_byte(_first_label_string, 0x80),
+     r"a string of the labels database (is not UTF-8|starts inside a character)$"),
+    (_set_byte(_first_label_string, 0), r"a string of the labels database is empty or holds a line break$"),
+    (_set_byte(_first_label_string, ord("\n")), r"a string of the labels database is empty or holds a line break$"),
+])
+def test_each_refusal_of_a_string_database_says_what_it_expected(small_crf, change, refusal):
+    model = bytearray(ner_task.crf_model(small_crf.crf_))
+    change(model)
+    with pytest.raises(ValueError, match=refusal):
+        check_crfsuite_model(bytes(model))
+
+
+def test_a_string_is_checked_for_its_end_its_encoding_and_where_it_starts():
+    from baselines.models.crfsuite_format import _check_strings
+    data = np.frombuffer("가나\0다\0".encode("utf-8") + b"\xff\0ab", dtype=np.uint8)
+    _check_strings(data, np.array([], dtype=np.int64), len(data), "labels")  # nothing to check
+    _check_strings(data, np.array([0, 7]), 11, "labels")
+    for starts, end, refusal in [([13], len(data), "a string of the labels has no terminating NUL within the model"),
+                                 ([11], len(data), "a string of the labels is not UTF-8"),
+                                 ([0, 1], 11, "a string of the labels starts inside a character"),
+                                 ([6], 11, "a string of the labels is empty or holds a line break")]:
+        with pytest.raises(ValueError, match=f"^{refusal}$"):
+            _check_strings(data, np.array(starts), end, "labels")
