@@ -289,3 +289,38 @@ def test_a_string_is_checked_for_its_end_its_encoding_and_where_it_starts():
                                  ([6], 11, "a string of the labels is empty or holds a line break")]:
         with pytest.raises(ValueError, match=f"^{refusal}$"):
             _check_strings(data, np.array(starts), end, "labels")
+
+
+def _npy_version(version: tuple[int, int]):
+    """A change that writes the first array again in .npy format `version`, its values unchanged."""
+    def change(entries):
+        name = first_array(entries)
+        array = np.load(io.BytesIO(entries[name]))
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, array, version=version)
+        entries[name] = buffer.getvalue()
+    return change
+
+
+def test_arrays_in_npy_formats_1_and_2_load_and_any_other_is_refused_naming_it(model_files, tmp_path):
+    expected, _ = persistence.load_model(model_files["ynat"], "ynat", provenance.versions())
+    texts = ["손흥민 시즌 10호 골", "코스피 3000 돌파"]
+    for version in ((1, 0), (2, 0)):
+        path = rewritten(model_files["ynat"], tmp_path / f"npy-{version[0]}.model", _npy_version(version))
+        loaded, _ = persistence.load_model(path, "ynat", provenance.versions())
+        np.testing.assert_array_equal(loaded.predict(texts), expected.predict(texts))
+    path = rewritten(model_files["ynat"], tmp_path / "npy-3.model", _npy_version((3, 0)))
+    with pytest.raises(ModelFileError, match=r"array .*\.npy in \.npy format 3\.0"):
+        persistence.load_model(path, "ynat", provenance.versions())
+
+
+def test_an_array_of_python_objects_is_refused_before_it_is_unpickled(model_files, tmp_path):
+    def objects(entries):
+        buffer = io.BytesIO()
+        np.save(buffer, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+        entries[first_array(entries)] = buffer.getvalue()
+
+    path = rewritten(model_files["ynat"], tmp_path / "objects.model", objects)
+    with pytest.raises(ModelFileError, match=r": its array .*\.npy holds Python objects, which no model of this "
+                                             r"toolkit stores$"):
+        persistence.load_model(path, "ynat", provenance.versions())
