@@ -61,7 +61,10 @@ def project_imports(path: Path) -> list[tuple[str, int, bool]]:
     package import name` counts as an import of package.name where that is a module."""
     modules = project_modules()
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    top_level = {id(node) for node in tree.body}
+    # a module's own imports, and those it makes for type annotations only (under `if TYPE_CHECKING:`)
+    top_level = {id(node) for node in tree.body} | {
+        id(inner) for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+        for inner in node.body}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:

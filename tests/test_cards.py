@@ -1,6 +1,7 @@
 """Every task's card is complete and agrees with the task it describes (the conformance test of the registry)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -30,6 +31,13 @@ def test_a_card_is_complete_and_agrees_with_its_task(code):
     names = {entry.name for entry in card.official_files}
     assert spec.dev_file in names and (spec.train_file is None or spec.train_file in names)
     assert set(spec.extra_files) <= names
+    # what the command line shows from the card before it imports the task is the task's (the registry checks it
+    # as it loads a task; here each field is also held directly)
+    assert (card.train_file, card.dev_file, card.extra_files, card.optional_extras) == (
+        spec.train_file, spec.dev_file, tuple(spec.extra_files), tuple(spec.optional_extras))
+    assert (card.listing.models, card.listing.default_model, card.listing.headline, card.listing.pos_models,
+            card.listing.prediction_writers) == (tuple(spec.models), spec.default_model, tuple(spec.headline),
+                                                 dict(spec.model_for_pos), tuple(spec.prediction_files.writers))
     for entry in card.official_files:
         assert len(entry.sha256) == 64 and entry.size > 0 and entry.url.endswith(f"/{card.folder}/{entry.name}")
     for derived in card.derived_files:
@@ -64,3 +72,13 @@ def test_a_card_missing_a_field_is_an_error_that_names_it():
             "official_files": [{"file": "x"}]}
     with pytest.raises(cards.CardError, match="nli/card.json: KeyError"):
         cards._card(data, "nli/card.json")
+
+
+def test_a_card_that_tells_other_than_its_task_stops_the_task_from_loading(monkeypatch):
+    from baselines.runner import registry
+    card = cards.card_of("nli")
+    told = dataclasses.replace(card, listing=dataclasses.replace(card.listing, default_model="fast"))
+    monkeypatch.setattr(cards, "card_of", lambda code: told if code == "nli" else card)
+    refusal = r"^baselines\.tasks\.nli: its card's listing\.default_model is 'fast', its TASK's 'tfidf-lr'$"
+    with pytest.raises(cards.CardError, match=refusal):
+        registry.get_task("nli")

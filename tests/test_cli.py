@@ -1,11 +1,15 @@
 """The command line end to end on the shipped sample: run, train/evaluate/predict, score and its errors."""
 from __future__ import annotations
 
+import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from baselines.cli import main
 from baselines.runner.registry import TASK_CODES, get_task
 from helpers import invoke, sample_file
 
@@ -252,3 +256,38 @@ def test_param_sets_a_hyper_parameter_and_keeps_the_default_run(tmp_path):
     assert "one value" in invoke("run", "sts", "--param", "max_iter=5,50", expect=2).output
     assert "its own" in invoke("evaluate", "sts", "--model", str(tmp_path / "sts.joblib"), "--param", "max_iter=5",
                                expect=1).output
+
+
+def test_the_listed_summaries_are_the_commands_own_and_every_command_is_listed():
+    """`--help` lists the commands from _app.COMMANDS without importing them: each entry's module holds the command,
+    and its summary gives the short help that click makes of the command's docstring, at every width."""
+    import importlib
+
+    import click
+
+    from baselines.cli import _app
+    for module in {module for module, _summary in _app.COMMANDS.values()}:
+        importlib.import_module(module)
+    assert set(main.commands) == set(_app.COMMANDS)
+    for name, (module, summary) in _app.COMMANDS.items():
+        command = main.commands[name]
+        assert command.callback.__module__ == module, name
+        for limit in (20, 45, 80, 200, 10_000):
+            assert click.Command(name, help=summary).get_short_help_str(limit) == command.get_short_help_str(limit)
+
+
+def test_help_and_tasks_start_without_any_task_or_scikit_learn():
+    """The command line's start reads the cards: `--help`, `tasks` and a command's own `--help` import no task
+    module, and the first two neither scikit-learn nor Kiwi."""
+    probe = ("import sys\nfrom baselines.cli import main\n"
+             "try:\n    main(sys.argv[1:], prog_name='klue-baselines', standalone_mode=False)\n"
+             "finally:\n    print(sorted(m for m in sys.modules if m.startswith('baselines.tasks.') or "
+             "m.split('.')[0] in ('sklearn', 'kiwipiepy')), file=sys.stderr)\n")
+    for arguments, allowed in ((["--help"], set()), (["tasks"], set()), (["run", "--help"], {"sklearn", "kiwipiepy"})):
+        finished = subprocess.run([sys.executable, "-c", probe, *arguments], capture_output=True, text=True,
+                                  timeout=120)
+        assert finished.returncode == 0, finished.stderr
+        imported = set(ast.literal_eval(finished.stderr.strip().splitlines()[-1]))
+        assert {name.split(".")[0] for name in imported} <= allowed, (arguments, imported)
+    assert "ynat" in subprocess.run([sys.executable, "-m", "baselines.cli", "tasks"], capture_output=True,
+                                    text=True, timeout=120).stdout

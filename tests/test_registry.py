@@ -38,7 +38,7 @@ def toy_distribution(root, name: str = "toy", module: str = "toy_topics"):
     card.update(code="toy", order=9, title={"en": "TOY topics", "ko": "장난감 주제"}, folder="toy-v1", derived_files=[],
                 official_files=[{"file": path.name, "bytes": path.stat().st_size, "sha256": file_sha256(path),
                                  "url": f"http://127.0.0.1:9/toy-v1/{path.name}"} for path in sorted(data.iterdir())],
-                published=[])
+                published=[], files={**card["files"], "train": "toy_train.json", "dev": "toy_dev.json"})
     card["huggingface"] = {**card["huggingface"], "config": "toy", "split_sizes": {
         split: len(json.loads((data / f"toy_{split}.json").read_text(encoding="utf-8"))) for split in ("train", "dev")}}
     (package / "card.json").write_text(json.dumps(card, ensure_ascii=False), encoding="utf-8")

@@ -6,8 +6,9 @@ from typing import Callable
 
 import click
 
+from baselines.data import cards
 from baselines.runner import tuning
-from baselines.runner.registry import TASK_CODES, UnknownTask, get_task, task_code
+from baselines.runner.registry import TASK_CODES, UnknownTask, task_code
 from baselines.runtime import parallel
 
 
@@ -39,12 +40,13 @@ dev_option = click.option("--dev", "dev_file", type=DATA_PATH,
                           help="Evaluation file instead of the official dev file (or a Hugging Face export).")
 seed_option = click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
                            help="Random seed of models and folds (0 to 2^32-1).")
-# The choices that the tasks declare (TaskSpec.model_for_pos, PredictionFiles.writers), not spelled here.
-# Read before any command runs: a registry problem (a clashing third-party task) is left to the command, which
-# says it in one line (cli._console.friendly_errors), so these do not check for it as all_tasks does.
-_TASKS = [get_task(code) for code in TASK_CODES]
-POS_MODELS = {pos: f"{task.code} {name}" for task in _TASKS for pos, name in task.model_for_pos.items()}
-OWN_FORMATS = {name: task.code for task in _TASKS for name in task.prediction_files.writers}
+# The choices that the tasks declare (TaskSpec.model_for_pos, PredictionFiles.writers), not spelled here: read from
+# their cards, which say the same, so that no task is imported to build the options. Read before any command runs:
+# a registry problem (a clashing third-party task) is left to the command, which says it in one line
+# (cli._console.friendly_errors), so these do not check for it as cards.all_cards does.
+_LISTINGS = {code: cards.card_of(code).listing for code in TASK_CODES}
+POS_MODELS = {pos: f"{code} {name}" for code, listing in _LISTINGS.items() for pos, name in listing.pos_models.items()}
+OWN_FORMATS = {name: code for code, listing in _LISTINGS.items() for name in listing.prediction_writers}
 pos_option = click.option("--pos", type=click.Choice(sorted(POS_MODELS)), default=None,
                           help="A parsing task's model by the POS tags it reads, the data's (gold, the default) or "
                                "Kiwi's (kiwi): " + ", ".join(f"{pos} -> {model}" for pos, model in POS_MODELS.items()))
@@ -60,6 +62,8 @@ def _assignments(_ctx, _param, values) -> dict:
 param_option = click.option("--param", "params", multiple=True, callback=_assignments,
                             help="NAME=VALUE: a hyper-parameter of the model, set over its default (value as "
                                  "JSON). Repeat for several.")
+
+
 def _folds(_ctx, _param, value: int) -> int:
     if value == 1:
         raise click.BadParameter("1 fold leaves nothing to train on: give 0 (no cross-fitting) or at least 2")

@@ -1,41 +1,18 @@
-"""Commands for the set-up: `tasks` lists what is found where, `download` fetches the official files, `doctor`
-checks that the install works."""
+"""Commands for the set-up: `download` fetches the official files, `doctor` checks that the install works."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
 
-from baselines.data.locate import locate
 from baselines.data import sources
 from baselines.data.fileio import check_output_folder
 
 from baselines.bench import doctor as doctor_checks
-from baselines.runner.registry import TASK_CODES, all_tasks, get_task
+from baselines.runner.registry import TASK_CODES, get_task
 from baselines.cli._console import console, friendly_errors
 from baselines.cli._options import task_codes_argument
 from baselines.cli._app import main
-from baselines.errors import UsageError
-
-
-@main.command()
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=None)
-@friendly_errors
-def tasks(data_dir: Path | None) -> None:
-    """List the tasks, their models and the files each needs (and which are found)."""
-    for task in all_tasks():
-        try:
-            data = locate(task, data_dir)
-        except UsageError:
-            data = None
-        click.echo(f"{task.code:5} {task.title}")
-        click.echo(f"      models: {', '.join(task.models)} (default {task.default_model}); "
-                   f"metrics: {', '.join(task.headline)}")
-        for name in task.official_files():
-            found = None
-            if data is not None:
-                found = {task.train_file: data.train, task.dev_file: data.dev}.get(name) or data.extras.get(name)
-            click.echo(f"      {task.folder}/{name}: {found if found else 'not found'}")
 
 
 @main.command()

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 from baselines.errors import CardError
 
 CARD_FILE = "card.json"
-CARD_FIELDS = ("code", "order", "title", "folder", "official_files", "derived_files", "huggingface", "published",
-               "citation")
+CARD_FIELDS = ("code", "order", "title", "folder", "files", "listing", "official_files", "derived_files", "huggingface",
+               "published", "citation")
 
 
 class TaskFiles(Protocol):
@@ -70,12 +70,32 @@ class Published:
 
 
 @dataclass(frozen=True)
+class Listing:
+    """What the command line shows of a task before it imports it (`tasks`, `--help`, the options' choices): its
+    models in order, the default, the headline metrics, the models chosen by --pos, and the prediction formats
+    that `predict --format` writes besides the common ones. The task's TaskSpec says the same (test_cards holds
+    the two together)."""
+    models: tuple[str, ...]
+    default_model: str
+    headline: tuple[str, ...]
+    pos_models: dict[str, str]
+    prediction_writers: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Card:
+    """A task as data, read without importing it. With its files' roles (train, dev, extras) it is a TaskFiles:
+    the data layer finds and checks a task's files from its card alone."""
     code: str
     order: int
     title: str
     title_ko: str
     folder: str
+    train_file: str | None
+    dev_file: str
+    extra_files: tuple[str, ...]
+    optional_extras: tuple[str, ...]
+    listing: Listing
     official_files: tuple[OfficialFile, ...]
     derived_files: tuple[DerivedFile, ...]
     huggingface: dict[str, Any]
@@ -94,6 +114,12 @@ def _card(data: Any, where: str) -> Card:
         return Card(
             str(data["code"]), int(data["order"]), str(data["title"]["en"]), str(data["title"]["ko"]),
             str(data["folder"]),
+            None if data["files"]["train"] is None else str(data["files"]["train"]), str(data["files"]["dev"]),
+            tuple(map(str, data["files"]["extras"])), tuple(map(str, data["files"]["optional_extras"])),
+            Listing(tuple(map(str, data["listing"]["models"])), str(data["listing"]["default_model"]),
+                    tuple(map(str, data["listing"]["headline"])),
+                    {str(pos): str(model) for pos, model in data["listing"]["pos_models"].items()},
+                    tuple(map(str, data["listing"]["prediction_writers"]))),
             tuple(OfficialFile(item["file"], int(item["bytes"]), item["sha256"], item["url"])
                   for item in data["official_files"]),
             tuple(DerivedFile(item["file"], int(item["bytes"]), item["sha256"], int(item["records"]),
@@ -103,7 +129,7 @@ def _card(data: Any, where: str) -> Card:
                             {metric: float(score) for metric, score in item["scores"].items()})
                   for item in data["published"]),
             str(data["citation"]), data.get("file_signs"))
-    except (KeyError, TypeError, ValueError) as error:
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise CardError(f"{where}: {type(error).__name__}: {error}") from None
 
 
