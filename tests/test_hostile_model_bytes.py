@@ -324,3 +324,52 @@ def test_an_array_of_python_objects_is_refused_before_it_is_unpickled(model_file
     with pytest.raises(ModelFileError, match=r": its array .*\.npy holds Python objects, which no model of this "
                                              r"toolkit stores$"):
         persistence.load_model(path, "ynat", provenance.versions())
+
+
+def _label_list(model: bytearray, label: int) -> int:
+    """Where label `label`'s list of transition features starts (its count, then the feature ids)."""
+    references = struct.unpack_from("<I", model, 40)[0]  # the header's off_label_refs
+    return struct.unpack_from("<I", model, references + 12 + 4 * label)[0]
+
+
+def _feature(model: bytearray, index: int) -> tuple[int, int]:
+    """(type, source) of feature `index`."""
+    return struct.unpack_from("<II", model, struct.unpack_from("<I", model, 28)[0] + 12 + 20 * index)
+
+
+def _first_feature(model: bytearray, wanted) -> int:
+    count = struct.unpack_from("<I", model, struct.unpack_from("<I", model, 28)[0] + 8)[0]
+    return next(index for index in range(count) if wanted(*_feature(model, index)))
+
+
+def _state_of_attribute_0(kind: int, source: int) -> bool:
+    return kind == 0 and source == 0
+
+
+def _transition_of_another_label(kind: int, source: int) -> bool:
+    return kind == 1 and source != 0
+
+
+@pytest.mark.parametrize("change, refusal", [
+    # label 0 lists a state feature (attribute 0 -> a label): the right owner number, the wrong kind
+    (lambda m: struct.pack_into("<I", m, _label_list(m, 0) + 4, _first_feature(m, _state_of_attribute_0)),
+     "the label references chunk names a feature that is not its label's"),
+    # label 0 lists another label's transition feature
+    (lambda m: struct.pack_into("<I", m, _label_list(m, 0) + 4, _first_feature(m, _transition_of_another_label)),
+     "the label references chunk names a feature that is not its label's"),
+    (lambda m: struct.pack_into("<I", m, _label_list(m, 0) + 4, 1 << 30),
+     "the label references chunk names a feature that the model does not have"),
+    (lambda m: struct.pack_into("<I", m, _label_list(m, 0), 1 << 28),
+     "a list of the label references chunk runs past the end of the model"),
+    (lambda m: struct.pack_into("<I", m, struct.unpack_from("<I", m, 40)[0] + 12, len(m)),
+     "an entry of the label references chunk points past the end of the model"),
+    (lambda m: struct.pack_into("<I", m, struct.unpack_from("<I", m, 40)[0] + 8, 1),
+     "the label references chunk does not hold an entry for every label"),
+])
+def test_each_refusal_of_the_feature_references_says_what_it_expected(small_crf, change, refusal):
+    """crfsuite's tagger follows each label's and attribute's list of feature ids into the features chunk."""
+    model = bytearray(ner_task.crf_model(small_crf.crf_))
+    assert struct.unpack_from("<I", model, _label_list(model, 0))[0] > 0  # label 0 has transition features
+    change(model)
+    with pytest.raises(ValueError, match=f"^{refusal}$"):
+        check_crfsuite_model(bytes(model))
