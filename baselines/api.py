@@ -45,7 +45,7 @@ from baselines.display.html import Shown
 
 from baselines.metrics import significance
 
-from baselines.runner import build, evaluate as evaluation, persistence, plots, ready, results, tuning
+from baselines.runner import build, evaluate as evaluation, persistence, plots, ready, records, results, tables, tuning
 
 from baselines.runtime import progress
 from baselines.bench import determinism as determinism_bench
@@ -560,21 +560,21 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
             record["command"] = command
         records.append(record)
         # Printed from the six-digit metrics, as the results table is: the four-digit headline would round twice.
-        log(f"{code}: " + ", ".join(f"{k} {results.format_score(record['metrics'][k])}" for k in record["headline"])
-            + f" ({sum(record['seconds'].values()):.1f}s, peak {results.memory_cell(record['peak_rss_mb'])} MiB)")
+        log(f"{code}: " + ", ".join(f"{k} {tables.format_score(record['metrics'][k])}" for k in record["headline"])
+            + f" ({sum(record['seconds'].values()):.1f}s, peak {tables.memory_cell(record['peak_rss_mb'])} MiB)")
         if predictions_dir is not None:
-            path = Path(predictions_dir) / f"{results.run_file_stem(record)}.jsonl"
+            path = Path(predictions_dir) / f"{records.run_file_stem(record)}.jsonl"
             write_jsonl_atomic(path, predictions)
             log(f"{code}: predictions written to {path}")
         if plots_dir is not None:
             built = report(code, data.dev, predictions, errors=0, data_dir=data_dir)
-            for path in report_figures(built, plots_dir, results.run_file_stem(record)):
+            for path in report_figures(built, plots_dir, records.run_file_stem(record)):
                 log(f"{code}: figure written to {path}")
         folder = results.destination(results_dir, data.is_sample)
         if folder is not None:
             log(f"{code}: recorded in {results.record_run(folder, record, predictions)}")
     folder = results.destination(results_dir, any(data.is_sample for data in task_data.values()))
-    if plots_dir is not None and results.chart_rows(_runs_by_task(folder or records)):
+    if plots_dir is not None and tables.chart_rows(_runs_by_task(folder or records)):
         log(f"results chart written to {results_figure(folder or records, plots_dir)}")
     return records
 
@@ -641,10 +641,10 @@ def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1),
             key: record[key] for key in ("trained_on", "headline", "fold_headline", "metrics", "seconds", "peak_rss_mb")
             if key in record}})
         log(f"{task}: {fraction:g} of the training data: "
-            + ", ".join(f"{k} {results.format_score(record['metrics'][k])}" for k in record["headline"]))
+            + ", ".join(f"{k} {tables.format_score(record['metrics'][k])}" for k in record["headline"]))
     report = results.learning_curve_report(record, points, command)
     if folder is not None:
-        path = results.write_result(folder, folder / "learning-curve" / f"{results.run_file_stem(record)}.json",
+        path = results.write_result(folder, folder / "learning-curve" / f"{records.run_file_stem(record)}.json",
                                     report)
         log(f"{task}: written to {path}")
     if plots_dir is not None:
@@ -788,7 +788,7 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
         row["p_holm"] = adjusted  # corrected for testing as many differences as the breakdown has rows
     compared["breakdown"] = sorted(breakdown_rows, key=lambda row: -abs(row["difference"] or 0.0))
     compared.update(_reviewer_answers(spec, records, rows_a, rows_b, examples))
-    compared["anchors"] = results.anchors_beside(task, [row["metric"] for row in compared["metrics"]])
+    compared["anchors"] = tables.anchors_beside(task, [row["metric"] for row in compared["metrics"]])
     return {"task": task, **{name: str(value) for name, value in (
         ("gold", gold), ("a", predictions_a), ("b", predictions_b)) if _is_path(value)}, **compared}
 
@@ -832,7 +832,7 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
     records, rows, metrics = _scored(spec, gold, predictions, data_dir, predictions_format, log)
     aligned = align_predictions(records, rows)
     comparison = spec.compare(records, aligned)
-    built: dict[str, Any] = {"task": task, "unit": comparison.unit, "metrics": results.jsonable_scores(metrics, 4)}
+    built: dict[str, Any] = {"task": task, "unit": comparison.unit, "metrics": records.jsonable_scores(metrics, 4)}
     if comparison.gold:
         built["classes"] = teaching.per_class(comparison)
         built["confusion"] = teaching.confusion(comparison)
@@ -851,10 +851,10 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
 def _runs_by_task(runs: PathLike | Sequence[dict]) -> dict[str, dict]:
     """{task: {run name: record}} of a results folder, or of run records."""
     if _is_path(runs):
-        return results.all_runs(Path(runs))
+        return records.all_runs(Path(runs))
     by_task: dict[str, dict] = {}
     for record in runs:
-        by_task.setdefault(record["task"], {})[results.run_name(record)] = record
+        by_task.setdefault(record["task"], {})[records.run_name(record)] = record
     return by_task
 
 
@@ -901,7 +901,7 @@ def learning_curve_figure(curve: dict | PathLike, folder: PathLike) -> Path:
         curve = read_json(path)
         if not isinstance(curve, dict) or not isinstance(curve.get("points"), list) or not curve["points"]:
             raise DataError(path, "the file", "a learning curve as `bench learning-curve` writes it (its 'points')")
-    return plots.learning_curve(curve, folder / f"{results.run_file_stem(curve)}-learning-curve.png")
+    return plots.learning_curve(curve, folder / f"{records.run_file_stem(curve)}-learning-curve.png")
 
 
 def results_figure(runs: PathLike | Sequence[dict], folder: PathLike) -> Path:
@@ -909,7 +909,7 @@ def results_figure(runs: PathLike | Sequence[dict], folder: PathLike) -> Path:
     anchors, from a results folder (every recorded run) or from run records such as `run` returns. Needs the
     `plots` extra."""
     folder = _figures_folder(folder)
-    rows = results.chart_rows(_runs_by_task(runs))
+    rows = tables.chart_rows(_runs_by_task(runs))
     if not rows:
         raise UsageError("no recorded scores of the tasks' default models to chart")
     return plots.results_chart(rows, folder / "results.png")
@@ -937,8 +937,8 @@ def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | No
     stem = task if report["model"] == get_task(task).default_model else f"{task}-{report['model']}"
     path = results.write_result(Path(results_dir), folder / f"{stem}.json", report)
     if plots_dir is not None:
-        figure = plots.scale_chart(results.scale_reports(Path(results_dir)), plots_dir / "scale.png",
-                                   results.SECONDS_BUDGET)
+        figure = plots.scale_chart(tables.scale_reports(Path(results_dir)), plots_dir / "scale.png",
+                                   tables.SECONDS_BUDGET)
         log(f"{task}: figure written to {figure}")
     return report, path
 
@@ -965,7 +965,7 @@ def peers(task: str, *, data_dir: PathLike | None = None, train: PathLike | None
         merged = {"tasks": {**(earlier if isinstance(earlier, dict) else {}), task: report}}
         written = results.write_result(results_dir, path, merged)  # the lock is re-entrant: read and write as one
     if plots_dir is not None:
-        figure = plots.peers_chart(results.peers_reports(results_dir), plots_dir / "peers.png")
+        figure = plots.peers_chart(tables.peers_reports(results_dir), plots_dir / "peers.png")
         log(f"{task}: figure written to {figure}")
     return report, written
 

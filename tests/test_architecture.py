@@ -281,3 +281,12 @@ def test_test_modules_share_helpers_one_way():
                 alias.name for alias in node.names] if isinstance(node, ast.Import) else []
             for name in names:
                 assert not (name == "conftest" or name.startswith(("tests", "test_"))), f"{path.name}: imports {name}"
+
+
+def test_names_moved_out_of_results_still_reach_their_new_home_with_a_warning():
+    from baselines.runner import results, tables
+    with pytest.warns(DeprecationWarning, match=r"results\.format_score is now baselines\.runner\.tables\.format_score; "
+                                                r"the old name goes in release 0\.4"):
+        assert results.format_score is tables.format_score
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        results.no_such_name  # noqa: B018

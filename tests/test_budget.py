@@ -8,7 +8,7 @@ from pathlib import Path
 
 from baselines.bench import budget
 
-from baselines.runner import results
+from baselines.runner import tables
 
 
 def test_the_default_row_is_rerun_and_measured_against_raw_kiwi(tmp_path):
@@ -40,17 +40,17 @@ def test_the_budget_table_shows_each_task_and_the_suite(tmp_path):
               "suite": {"seconds": 44.0, "raw_kiwi_seconds": 20.0, "ratio": 2.2, "budget_ratio": 5.0,
                         "within_budget": True}}
     (tmp_path / "budget.json").write_text(json.dumps(report), encoding="utf-8")
-    table = results.budget_table(Path(tmp_path))
+    table = tables.budget_table(Path(tmp_path))
     assert "| ynat | tfidf-lr | 44.0 | 20.0 | 54785 | 2.20x |" in table and "within the budget of 5x" in table
     fast = {"tasks": {"ynat": {"run": "fast", "seconds": 14.0, "ratio": 0.7, "raw_kiwi": {"seconds": 20.0,
                                                                                          "texts": 54785}}},
             "suite": {"seconds": 14.0, "raw_kiwi_seconds": 20.0, "ratio": 0.7, "budget_ratio": 5.0,
                       "within_budget": True}}
     (tmp_path / "budget-fast.json").write_text(json.dumps(fast), encoding="utf-8")
-    table = results.budget_table(Path(tmp_path))
+    table = tables.budget_table(Path(tmp_path))
     assert "| suite, default | | 44.0 | 20.0 | | 2.20x |" in table and "| ynat | fast | 14.0 |" in table
     assert "With the fast models the suite takes 0.70 times" in table
-    assert results.budget_table(Path(tmp_path / "absent")) is None
+    assert tables.budget_table(Path(tmp_path / "absent")) is None
 
 
 def test_the_texts_come_from_the_data_files_not_the_extras():

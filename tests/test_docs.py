@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from baselines.runner.registry import TASK_CODES, get_task
-from baselines.runner.results import PROTOCOLS
+from baselines.runner.records import PROTOCOLS
 from helpers import shared_folder
 import quoted_figures
 
@@ -87,7 +87,8 @@ def figure_problems(page: str, text: str) -> list[str]:
 
 def test_every_quoted_figure_is_the_value_of_the_record_it_is_tied_to():
     """Every measured figure in the prose of the README and docs/ stands in tests/quoted_figures.json with the file
-    and key of results/ that hold it (or, for the few that are not measurements, with what they are); the tables between generated marks are the next test's."""
+    and key of results/ that hold it (or, for the few that are not measurements, with what they are); the tables
+    between generated marks are the next test's."""
     problems = [problem for page, text in quoted_figures.pages().items() for problem in figure_problems(page, text)]
     assert not problems, "\n".join(problems)
 
@@ -109,12 +110,12 @@ def test_a_quoted_figure_moved_by_a_hundredth_fails():
 def test_the_generated_tables_are_what_results_makes_of_them(tmp_path):
     """The tables between generated marks in the README and docs/ are the ones that the committed results/ make:
     regenerated into a copy, every page comes out as it is."""
-    from baselines.runner import results
+    from baselines.runner import generated_docs
 
     shutil.copytree(REPO / "results", tmp_path / "results")
     shutil.copytree(REPO / "docs", tmp_path / "docs")
     shutil.copy(REPO / "README.md", tmp_path / "README.md")
-    results.regenerate_readme(tmp_path / "results")
+    generated_docs.regenerate_readme(tmp_path / "results")
     for page in quoted_figures.pages():
         assert (tmp_path / page).read_text(encoding="utf-8") == (REPO / page).read_text(encoding="utf-8"), page
 

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from baselines.data import sources
-from baselines.runner import evaluate as evaluation, results
+from baselines.runner import evaluate as evaluation, records
 from baselines.cli import main
 from baselines.data.fileio import atomic_output, file_sha256, write_json_atomic, write_jsonl_atomic
 from baselines.runner.registry import get_task
@@ -124,7 +124,7 @@ def test_an_interrupted_write_leaves_the_old_file(tmp_path):
 
 def test_a_param_value_never_steers_a_file_out_of_its_folder(tmp_path):
     record = {"task": "mrc", "model": "span-ranker", "params": {"x": "../../../etc/passwd"}}
-    stem = results.run_file_stem(record)
+    stem = records.run_file_stem(record)
     assert "/" not in stem and ".." not in stem
     assert (tmp_path / f"{stem}.jsonl").resolve().parent == tmp_path.resolve()
 
@@ -185,7 +185,7 @@ def test_runs_recorded_by_two_processes_at_once_are_all_kept(tmp_path):
     base = subprocess.run([sys.executable, "-m", "baselines.cli", "-q", "run", "ynat", "--model", "trivial",
                            "--results-dir", "results"], cwd=tmp_path, capture_output=True, text=True)
     assert base.returncode == 0, base.stderr
-    script = ("import json, sys; from pathlib import Path; from baselines import results\n"
+    script = ("import json, sys; from pathlib import Path; from baselines.runner import results\n"
               "record = json.loads(Path('results/ynat.json').read_text())['runs']['trivial']\n"
               "for number in range(60):\n"
               "    results.record_run(Path('results'), dict(record, params={'writer': sys.argv[1], 'n': number}))\n")

@@ -12,7 +12,7 @@ from baselines import api
 
 from baselines.bench import peers
 
-from baselines.runner import results
+from baselines.runner import tables
 from baselines.errors import UsageError
 from baselines.runner.registry import get_task
 from baselines.taskspec import PEER_SEPARATOR
@@ -185,12 +185,12 @@ def test_the_peers_table_shows_three_rows_a_task_with_medians_and_ratios(tmp_pat
                           "fast": peers.summary(fast, "ynat")},
               "ratios": {"default": peers.ratios(task, default, peer), "fast": peers.ratios(task, fast, peer)}}
     (tmp_path / "peers.json").write_text(json.dumps({"tasks": {"ynat": report}}), encoding="utf-8")
-    table = results.peers_table(Path(tmp_path))
+    table = tables.peers_table(Path(tmp_path))
     assert "| ynat | peer | plain CRF | 74.60 | 24.0 (23.0-25.0) | 450 | - | - |" in table
     assert "| ynat | ours, default | crf | 80.50 | 103.5 (100.0-110.0) | 1215 | 4.50x (4.00-4.58) | 2.70x |" in table
     assert "| ynat | ours, fast | fast | 79.80 | 21.0 (20.0-22.0) | 900 | 0.88x (0.87-0.88) | 2.00x |" in table
     assert "ran 3 times in turn" in table
-    assert results.peers_table(Path(tmp_path / "none")) is None
+    assert tables.peers_table(Path(tmp_path / "none")) is None
 
 
 def test_the_peers_figure_draws_a_panel_a_task(tmp_path):

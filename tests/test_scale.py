@@ -10,7 +10,7 @@ from baselines.data.locate import locate
 from baselines.bench import scale
 
 from baselines.errors import UsageError
-from baselines.runner import results
+from baselines.runner import generated_docs, tables
 from baselines.runner.registry import all_tasks, get_task
 from helpers import invoke, shared_folder
 
@@ -92,10 +92,10 @@ def test_the_results_readme_tables_the_official_size_and_its_budget(tmp_path):
                   "official_size": {"within_budget": within}, **({"machine": machine} if within else {})}
         (tmp_path / "scale").mkdir(exist_ok=True)
         (tmp_path / "scale" / f"{task}.json").write_text(json.dumps(report), encoding="utf-8")
-    table = results.scale_table(tmp_path).splitlines()
+    table = tables.scale_table(tmp_path).splitlines()
     # In task order, NER first; a report from before reports named their machine says so.
     assert table[2] == "| ner | crf | 21008 | 500.0 | 12.5 | 512.5 | 4200 | 1.02 | no | not recorded |"
     assert table[3].startswith("| dp | mst |") and table[3].endswith("| yes | AMD EPYC (x86_64), Kiwi kernels avx2 |")
     assert table[-1] == "Summed fit + predict at the official size: 1025 s (budget 1800 s)."
-    results.regenerate_readme(tmp_path)
+    generated_docs.regenerate_readme(tmp_path)
     assert "## At the official training size" in (tmp_path / "README.md").read_text(encoding="utf-8")

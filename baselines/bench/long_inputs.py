@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 
 from baselines.data import sources
 
-from baselines.runner import build, results
+from baselines.runner import build, results, tables
 from baselines.runtime.provenance import code_version, machine, versions
 
 
@@ -35,7 +35,7 @@ def measure(task: str, model: Any, plain: Any, sizes: Sequence[int], log: Callab
         seconds = time.perf_counter() - start
         points.append({"size": size, "seconds": round(seconds, 2), "peak_rss_mb": memory.rounded_peak_mb()})
         log(f"{task}: {size:,} {spec.benchmarks.size_unit}: {seconds:.1f} s, "
-            f"{results.memory_cell(points[-1]['peak_rss_mb'])} MiB")
+            f"{tables.memory_cell(points[-1]['peak_rss_mb'])} MiB")
     return points
 
 

@@ -16,7 +16,8 @@ from typing import Callable, Collection, Sequence
 import click
 
 from baselines.data.fileio import DataError, absolute_path
-from baselines.runner.results import describe_machine, load_task_results, task_file
+from baselines.runner.tables import describe_machine
+from baselines.runner.records import load_task_results, task_file
 from baselines.errors import RefusedCommandWarning
 
 PROGRAM = "klue-baselines"

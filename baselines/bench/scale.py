@@ -23,7 +23,7 @@ from baselines.data.locate import locate
 from baselines.errors import setting
 from baselines.data import hf
 
-from baselines.runner import build, evaluate as evaluation, results
+from baselines.runner import build, evaluate as evaluation, tables
 from baselines.errors import UsageError
 from baselines.runtime.provenance import code_version, machine, versions
 
@@ -132,8 +132,8 @@ def bench_scale(code: str, sizes: Sequence[float] = SIZES, model_name: str | Non
         seconds = full["seconds"]["fit"] + full["seconds"]["predict"]
         report["official_size"] = {
             "fit_predict_seconds": round(seconds, 1), "peak_rss_mb": full["peak_rss_mb"],
-            "within_budget": (seconds <= results.SECONDS_BUDGET
-                              and (full["peak_rss_mb"] or 0) <= results.PEAK_RSS_BUDGET_MB)}
+            "within_budget": (seconds <= tables.SECONDS_BUDGET
+                              and (full["peak_rss_mb"] or 0) <= tables.PEAK_RSS_BUDGET_MB)}
     if command is not None:
         report["command"] = command
     return report

@@ -14,7 +14,7 @@ import click
 
 from baselines.data import cards
 from baselines.errors import EXPLAINED_ERRORS, command_line_words, in_words
-from baselines.runner import results
+from baselines.runner import tables
 from baselines.runner.registry import get_task
 
 
@@ -120,4 +120,4 @@ def _print_metrics(task: str, metrics: dict, as_json: bool, **more) -> None:
     headline = get_task(task).headline
     width = max(map(_display_width, metrics))
     for key in [k for k in headline if k in metrics] + sorted(k for k in metrics if k not in headline):
-        click.echo(f"{key}{' ' * (width - _display_width(key))}  {results.format_score(metrics[key], 8)}")
+        click.echo(f"{key}{' ' * (width - _display_width(key))}  {tables.format_score(metrics[key], 8)}")

@@ -9,8 +9,8 @@ from baselines import api
 from baselines.bench import analysis as analysis_bench
 from baselines.bench import budget, long_inputs, reproduce
 from baselines.bench import peers as peers_bench
-from baselines.runner import results
-from baselines.runner.results import CONSTRAINTS_FILE
+from baselines.runner import results, tables
+from baselines.runner.generated_docs import CONSTRAINTS_FILE
 from baselines.errors import UsageError
 from baselines.runtime.provenance import code_version, machine, versions
 
@@ -45,7 +45,7 @@ def bench_analysis_command(ctx, task_codes, data_dir, limit, results_dir: Path) 
     click.echo(f"raw Kiwi  {cps['raw_kiwi']:>10} chars/s")
     click.echo(f"cold      {cps['cold']:>10} chars/s  ({report['cold_vs_raw']:.1%} of raw; target >= 90%)")
     click.echo(f"warm      {cps['warm']:>10} chars/s  ({report['warm_speedup_over_cold']:.1f}x cold; target >= 20x)")
-    click.echo(f"peak RSS  {results.memory_cell(report['peak_rss_mb'])} MiB; written to {path}")
+    click.echo(f"peak RSS  {tables.memory_cell(report['peak_rss_mb'])} MiB; written to {path}")
 
 
 def _fractions(_ctx, _param, value: str) -> list[float]:
@@ -83,7 +83,7 @@ def bench_learning_curve_command(ctx, task: str, fractions: list[float], model_n
         low, high = min(point["trained_on"]), max(point["trained_on"])
         trained = f"{low}-{high}" if low != high else str(low)
         click.echo("  ".join([f"{point['fraction']:<8g}", f"{trained:<10}"]
-                             + [results.format_score(point['headline'][k], len(k)) for k in headline]))
+                             + [tables.format_score(point['headline'][k], len(k)) for k in headline]))
 
 
 @bench.command("scale")
@@ -109,7 +109,7 @@ def bench_scale_command(ctx, task: str, sizes: list[float], model_name, data_dir
                              log=console(ctx).log)
     _print_table(["train records", "fit s", "predict s", "peak RSS MiB"],
                  [[str(point["train_records"]), f"{point['seconds']['fit']:.1f}", f"{point['seconds']['predict']:.1f}",
-                   results.memory_cell(point["peak_rss_mb"])] for point in report["points"]])
+                   tables.memory_cell(point["peak_rss_mb"])] for point in report["points"]])
     click.echo(f"time ~ n^{report['fit_exponent']} (fit); written to {path}")
 
 
@@ -138,11 +138,11 @@ def bench_peers_command(ctx, task: str, data_dir, train_file, dev_file, seed: in
     rows = []
     for who, system in report["systems"].items():
         ratio = report["ratios"].get(who)
-        rows.append([results.SYSTEM_NAMES[who], system["name"].removeprefix("klue-baselines "),
-                     " / ".join(results.format_score(v) for v in system["metrics"].values()),
+        rows.append([tables.SYSTEM_NAMES[who], system["name"].removeprefix("klue-baselines "),
+                     " / ".join(tables.format_score(v) for v in system["metrics"].values()),
                      f"{system['total_seconds']['median']:.1f}",
-                     results.memory_cell(system["peak_rss_mb"]["median"] if system["peak_rss_mb"] else None),
-                     results.ratio_cell(ratio["seconds"]) if ratio else "-"])
+                     tables.memory_cell(system["peak_rss_mb"]["median"] if system["peak_rss_mb"] else None),
+                     tables.ratio_cell(ratio["seconds"]) if ratio else "-"])
     _print_table(["system", "model", " / ".join(report["systems"]["peer"]["metrics"]), "median s", "peak RSS MiB",
                   "time / peer's"], rows)
     click.echo(f"written to {path}")
@@ -160,7 +160,7 @@ def bench_long_inputs_command(ctx, task_codes, results_dir: Path) -> None:
                                                   console(ctx).log)
     _print_table(["task", "size", "seconds", "peak MiB"],
                  [[code, f"{point['size']:,} {task['unit']}", f"{point['seconds']:.1f}",
-                   results.memory_cell(point["peak_rss_mb"])]
+                   tables.memory_cell(point["peak_rss_mb"])]
                   for code, task in report["tasks"].items() for point in task["points"]])
     click.echo(f"written to {path}")
 
@@ -246,8 +246,8 @@ def reproduce_command(ctx, task_codes, results_dir: Path) -> None:
         raise UsageError(f"no recorded runs in {results_dir}")
     # Four decimals: the digits a record keeps, so that any difference shows.
     _print_table(["task", "run", "metric", "committed", "rerun", ""],
-                 [[c.task, c.run, c.metric, results.format_score(c.committed, digits=4),
-                   results.format_score(c.rerun, digits=4), "same" if c.same else "DIFFERENT"] for c in comparisons])
+                 [[c.task, c.run, c.metric, tables.format_score(c.committed, digits=4),
+                   tables.format_score(c.rerun, digits=4), "same" if c.same else "DIFFERENT"] for c in comparisons])
     different = sum(not c.same for c in comparisons)
     click.echo(f"{len(comparisons) - different} of {len(comparisons)} recorded scores reproduced")
     for note in reproduce.code_notes(comparisons, code_version().get("git_commit")):

@@ -10,7 +10,7 @@ from baselines import api
 from baselines.data import prediction_formats
 from baselines.data.fileio import check_output_file, write_json_atomic
 from baselines.metrics import significance
-from baselines.runner import results, tuning
+from baselines.runner import records, tables, tuning
 from baselines.cli._console import (TABLE_FORMATS, _print_metrics, _print_table, _shown_input, command_line, console,
                                     friendly_errors)
 from baselines.cli._options import (DATA_PATH, backend_option, data_dir_option, evaluation_options, jobs_option,
@@ -65,14 +65,14 @@ def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv:
         _print_table(["task", "model", "metric", "seeds", "mean", "std", "min", "max"], [[
             row["task"], row["model"], row["metric"], ",".join(map(str, row["seeds"])) + ("" if row["seeded"] else
                                                                                           " (takes no seed)"),
-            results.format_score(row["mean"]), results.format_score(row["std"]), results.format_score(row["min"]),
-            results.format_score(row["max"])] for row in spread], table_format)
+            tables.format_score(row["mean"]), tables.format_score(row["std"]), tables.format_score(row["min"]),
+            tables.format_score(row["max"])] for row in spread], table_format)
         return
     records = api.run(task_codes, model_name, data_dir=data_dir, train=train_file, dev=dev_file, cv=cv, seed=seed,
                       pos=pos, results_dir=results_dir, predictions_dir=predictions_dir, plots_dir=plots_dir,
                       command=command_line(), jobs=jobs, backend=backend, log=console(ctx).log, **params)
     _print_table(["task", "model", "metric", "score", "95% interval", "n", "protocol"],
-                 [[record["task"], record["model"], metric, results.format_score(record["metrics"][metric]),
+                 [[record["task"], record["model"], metric, tables.format_score(record["metrics"][metric]),
                    _bounds(record["intervals"].get(metric)), f"{record['dev_records']:,}", record["protocol"]]
                   for record in records for metric in record["headline"]], table_format)
     if any(record["sample"] for record in records):
@@ -125,7 +125,7 @@ def score(ctx, task: str, gold_path: Path, predictions_path: Path, predictions_f
     """Score anyone's predictions against an official file with the official metrics."""
     metrics = api.score(task, gold_path, predictions_path, data_dir=data_dir, predictions_format=predictions_format,
                         log=console(ctx).log)
-    _print_metrics(task, results.jsonable_scores(metrics, 6) if as_json else metrics, as_json)
+    _print_metrics(task, records.jsonable_scores(metrics, 6) if as_json else metrics, as_json)
 
 
 @main.command("report")
@@ -157,7 +157,7 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
     if out_path is not None:
         write_json_atomic(out_path, report)
     headline = api.task_spec(task).headline
-    click.echo("  ".join(f"{key} {results.format_score(report['metrics'].get(key))}" for key in headline))
+    click.echo("  ".join(f"{key} {tables.format_score(report['metrics'].get(key))}" for key in headline))
     if report.get("classes"):
         click.echo(f"\nper class ({report['unit']})")
         _print_table(["class", "precision", "recall", "f1", "support"],
@@ -237,9 +237,9 @@ def compare_command(ctx, task: str, gold_path: Path, predictions_paths: tuple[Pa
         if title:
             click.echo(f"\n{title}")
         _print_table(["metric", "A", "B", "B - A", "95% interval", "p", *(["p Holm"] if title else [])], [[
-            row["metric"], results.format_score(row["a"]), results.format_score(row["b"]),
+            row["metric"], tables.format_score(row["a"]), tables.format_score(row["b"]),
             "n/a" if row["difference"] is None else f"{row['difference']:+.2f}",
-            f"[{results.format_score(row['low'])}, {results.format_score(row['high'])}]",
+            f"[{tables.format_score(row['low'])}, {tables.format_score(row['high'])}]",
             _p_value(row["p_value"], row.get("p_value_is_bound", False)),
             *([_p_value(row["p_holm"], row.get("p_value_is_bound", False))] if title else [])] for row in rows],
             table_format)
@@ -258,7 +258,7 @@ def compare_command(ctx, task: str, gold_path: Path, predictions_paths: tuple[Pa
 
 
 def _bounds(bounds: list[float] | None) -> str:
-    return "n/a" if bounds is None else f"[{results.format_score(bounds[0])}, {results.format_score(bounds[1])}]"
+    return "n/a" if bounds is None else f"[{tables.format_score(bounds[0])}, {tables.format_score(bounds[1])}]"
 
 
 def _print_entities(by_system: dict[str, dict], table_format: str) -> None:

@@ -14,7 +14,7 @@ from baselines.data.locate import locate
 from baselines.errors import UsageError, setting
 from baselines.runner import build, evaluate, persistence
 from baselines.runner.registry import get_task
-from baselines.runner.results import format_score
+from baselines.runner.tables import format_score
 from baselines.runtime import memory, progress
 from baselines.runtime.provenance import code_version, versions
 
