@@ -29,7 +29,7 @@ MOVED = {
 # Modules that stay but gave names to others (searched in order), for one release: 0.3 moves results.py's records,
 # tables and generated pages out of it, and 0.4 drops the old names.
 NAMES_MOVED_OUT = {
-    "baselines.runner.results": ("baselines.runner.records", "baselines.runner.tables",
+    "baselines.runner.results": ("baselines.runner.result_files", "baselines.runner.tables",
                                  "baselines.runner.generated_docs"),
 }
 # Names that changed as well as moved: (old module, old name) -> the new name in one of its modules.

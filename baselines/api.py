@@ -45,7 +45,8 @@ from baselines.display.html import Shown
 
 from baselines.metrics import significance
 
-from baselines.runner import build, evaluate as evaluation, persistence, plots, ready, records, results, tables, tuning
+from baselines.runner import (build, evaluate as evaluation, persistence, plots, ready, result_files, results, tables,
+                              tuning)
 
 from baselines.runtime import progress
 from baselines.bench import determinism as determinism_bench
@@ -563,12 +564,12 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
         log(f"{code}: " + ", ".join(f"{k} {tables.format_score(record['metrics'][k])}" for k in record["headline"])
             + f" ({sum(record['seconds'].values()):.1f}s, peak {tables.memory_cell(record['peak_rss_mb'])} MiB)")
         if predictions_dir is not None:
-            path = Path(predictions_dir) / f"{records.run_file_stem(record)}.jsonl"
+            path = Path(predictions_dir) / f"{result_files.run_file_stem(record)}.jsonl"
             write_jsonl_atomic(path, predictions)
             log(f"{code}: predictions written to {path}")
         if plots_dir is not None:
             built = report(code, data.dev, predictions, errors=0, data_dir=data_dir)
-            for path in report_figures(built, plots_dir, records.run_file_stem(record)):
+            for path in report_figures(built, plots_dir, result_files.run_file_stem(record)):
                 log(f"{code}: figure written to {path}")
         folder = results.destination(results_dir, data.is_sample)
         if folder is not None:
@@ -644,7 +645,7 @@ def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1),
             + ", ".join(f"{k} {tables.format_score(record['metrics'][k])}" for k in record["headline"]))
     report = results.learning_curve_report(record, points, command)
     if folder is not None:
-        path = results.write_result(folder, folder / "learning-curve" / f"{records.run_file_stem(record)}.json",
+        path = results.write_result(folder, folder / "learning-curve" / f"{result_files.run_file_stem(record)}.json",
                                     report)
         log(f"{task}: written to {path}")
     if plots_dir is not None:
@@ -832,7 +833,7 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
     records, rows, metrics = _scored(spec, gold, predictions, data_dir, predictions_format, log)
     aligned = align_predictions(records, rows)
     comparison = spec.compare(records, aligned)
-    built: dict[str, Any] = {"task": task, "unit": comparison.unit, "metrics": records.jsonable_scores(metrics, 4)}
+    built: dict[str, Any] = {"task": task, "unit": comparison.unit, "metrics": result_files.jsonable_scores(metrics, 4)}
     if comparison.gold:
         built["classes"] = teaching.per_class(comparison)
         built["confusion"] = teaching.confusion(comparison)
@@ -851,10 +852,10 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
 def _runs_by_task(runs: PathLike | Sequence[dict]) -> dict[str, dict]:
     """{task: {run name: record}} of a results folder, or of run records."""
     if _is_path(runs):
-        return records.all_runs(Path(runs))
+        return result_files.all_runs(Path(runs))
     by_task: dict[str, dict] = {}
     for record in runs:
-        by_task.setdefault(record["task"], {})[records.run_name(record)] = record
+        by_task.setdefault(record["task"], {})[result_files.run_name(record)] = record
     return by_task
 
 
@@ -901,7 +902,7 @@ def learning_curve_figure(curve: dict | PathLike, folder: PathLike) -> Path:
         curve = read_json(path)
         if not isinstance(curve, dict) or not isinstance(curve.get("points"), list) or not curve["points"]:
             raise DataError(path, "the file", "a learning curve as `bench learning-curve` writes it (its 'points')")
-    return plots.learning_curve(curve, folder / f"{records.run_file_stem(curve)}-learning-curve.png")
+    return plots.learning_curve(curve, folder / f"{result_files.run_file_stem(curve)}-learning-curve.png")
 
 
 def results_figure(runs: PathLike | Sequence[dict], folder: PathLike) -> Path:

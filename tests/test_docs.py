@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from baselines.runner.registry import TASK_CODES, get_task
-from baselines.runner.records import PROTOCOLS
+from baselines.runner.result_files import PROTOCOLS
 from helpers import shared_folder
 import quoted_figures
 

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from baselines.data import sources
-from baselines.runner import evaluate as evaluation, records
+from baselines.runner import evaluate as evaluation, result_files
 from baselines.cli import main
 from baselines.data.fileio import atomic_output, file_sha256, write_json_atomic, write_jsonl_atomic
 from baselines.runner.registry import get_task
@@ -124,7 +124,7 @@ def test_an_interrupted_write_leaves_the_old_file(tmp_path):
 
 def test_a_param_value_never_steers_a_file_out_of_its_folder(tmp_path):
     record = {"task": "mrc", "model": "span-ranker", "params": {"x": "../../../etc/passwd"}}
-    stem = records.run_file_stem(record)
+    stem = result_files.run_file_stem(record)
     assert "/" not in stem and ".." not in stem
     assert (tmp_path / f"{stem}.jsonl").resolve().parent == tmp_path.resolve()
 

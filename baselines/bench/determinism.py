@@ -17,7 +17,7 @@ from typing import Callable, Sequence
 from baselines.data.fileio import read_jsonl
 from baselines.errors import UsageError
 from baselines.runner.registry import TASK_CODES
-from baselines.runner.records import load_task_results, run_file_stem
+from baselines.runner.result_files import load_task_results, run_file_stem
 from features.analysis import cpu_info
 
 # OpenBLAS kernels that its DYNAMIC_ARCH builds (numpy's and scipy's wheels) accept on x86-64, each with the CPU

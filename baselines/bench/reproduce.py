@@ -17,7 +17,7 @@ import click
 
 from baselines.data.fileio import DataError, absolute_path
 from baselines.runner.tables import describe_machine
-from baselines.runner.records import load_task_results, task_file
+from baselines.runner.result_files import load_task_results, task_file
 from baselines.errors import RefusedCommandWarning
 
 PROGRAM = "klue-baselines"

@@ -10,7 +10,7 @@ from baselines import api
 from baselines.data import prediction_formats
 from baselines.data.fileio import check_output_file, write_json_atomic
 from baselines.metrics import significance
-from baselines.runner import records, tables, tuning
+from baselines.runner import result_files, tables, tuning
 from baselines.cli._console import (TABLE_FORMATS, _print_metrics, _print_table, _shown_input, command_line, console,
                                     friendly_errors)
 from baselines.cli._options import (DATA_PATH, backend_option, data_dir_option, evaluation_options, jobs_option,
@@ -125,7 +125,7 @@ def score(ctx, task: str, gold_path: Path, predictions_path: Path, predictions_f
     """Score anyone's predictions against an official file with the official metrics."""
     metrics = api.score(task, gold_path, predictions_path, data_dir=data_dir, predictions_format=predictions_format,
                         log=console(ctx).log)
-    _print_metrics(task, records.jsonable_scores(metrics, 6) if as_json else metrics, as_json)
+    _print_metrics(task, result_files.jsonable_scores(metrics, 6) if as_json else metrics, as_json)
 
 
 @main.command("report")

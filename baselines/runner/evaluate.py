@@ -19,7 +19,7 @@ from baselines.errors import UsageError, setting
 from baselines.runner import tuning
 from baselines.runner.build import has_missing, build_model, check_labelled
 from baselines.runner.registry import get_task
-from baselines.runner.records import jsonable_scores
+from baselines.runner.result_files import jsonable_scores
 from baselines.runtime import memory, parallel, progress
 from baselines.runtime.provenance import code_version, machine, versions
 from baselines.taskspec import PredictionError, TaskSpec, repeated
@@ -117,7 +117,7 @@ def stands_for(described: dict, official_name: str | None) -> bool:
 
 
 def protocol_name(task: TaskSpec, cv: int, train: dict | None, dev: dict, train_records: int | None = None) -> str:
-    """The protocol of a run from its described files (describe_file): one of records.PROTOCOLS. A file that
+    """The protocol of a run from its described files (describe_file): one of result_files.PROTOCOLS. A file that
     is not the official bytes or a listed derivation of the file it stands for makes the run `custom`; so does
     a listed part of the dev file scored without cross-fitting (no protocol scores part of dev that way).
     Training on part of the official records (a listed prefix, or fewer records than the file holds, as a

@@ -8,7 +8,7 @@ from typing import Sequence
 from baselines.data.fileio import atomic_output
 from baselines.runtime.provenance import code_version
 from baselines.runner import plots
-from baselines.runner.records import PREDICTIONS_FOLDER, all_runs
+from baselines.runner.result_files import PREDICTIONS_FOLDER, all_runs
 from baselines.runner.registry import all_tasks
 from baselines.runner.tables import (TABLE_NOTES, anchor_section, budget_table, chart_rows, markdown_table, memory_cell,
                                      peers_table, protocol_cell, protocol_section, scale_section, scale_table,

@@ -20,7 +20,7 @@ from baselines import _moved
 from baselines.data.fileio import atomic_output, file_sha256, write_json_atomic
 from baselines.errors import SampleOverResults, setting
 from baselines.runner.generated_docs import regenerate_readme
-from baselines.runner.records import PREDICTIONS_FOLDER, load_task_results, run_file_stem, run_name, task_file
+from baselines.runner.result_files import PREDICTIONS_FOLDER, load_task_results, run_file_stem, run_name, task_file
 
 
 def check_sample_can_be_recorded(results_dir: Path, task: str) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Sequence
 
 from baselines.data import cards, sources
-from baselines.runner.records import comparable, protocol_meaning
+from baselines.runner.result_files import comparable, protocol_meaning
 from baselines.runner.registry import all_tasks
 
 
