@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from baselines import api
 
-from baselines.runner import plots
+from baselines.runner import generated_docs, plots, result_files, tables
 from baselines.cli import main
 from helpers import REPO
 
@@ -126,8 +126,8 @@ def test_the_committed_results_figure_shows_the_committed_results():
     """results/figures/results.png is drawn by the call that writes results/README.md, from the same runs: the
     rows kept in it are those of results/*.json, score for score."""
     shown = plots.figure_data(REPO / "results" / "figures" / "results.png")
-    runs = api.results.all_runs(REPO / "results")
-    assert shown == api.results.chart_rows(runs)
+    runs = result_files.all_runs(REPO / "results")
+    assert shown == tables.chart_rows(runs)
     for row in shown:  # and each score is the default run's in its task's file
         assert row["ours"] == runs[row["task"]][api.task_spec(row["task"]).default_model]["metrics"][row["metric"]]
 
@@ -144,7 +144,7 @@ def test_the_results_figure_is_redrawn_with_the_readme(tmp_path):
     record = json.loads((results_dir / "nli.json").read_text(encoding="utf-8"))
     record["runs"]["tfidf-lr"]["metrics"]["accuracy"] = 12.5
     (results_dir / "nli.json").write_text(json.dumps(record), encoding="utf-8")
-    api.results.regenerate_readme(results_dir)
+    generated_docs.regenerate_readme(results_dir)
     shown = plots.figure_data(results_dir / "figures" / "results.png")
     assert [row["ours"] for row in shown if row["task"] == "nli"] == [12.5]
 
@@ -170,17 +170,17 @@ def test_the_results_tables_can_be_cited(tmp_path):
     """Ours marked dev and the anchors test; protocols that published numbers do not follow, and copies that
     are not the official bytes, marked; the protocols defined here; DP's anchors once; the commit named."""
     from baselines import __version__
-    runs = api.results.all_runs(REPO / "results")
-    table = api.results.markdown_table(api.results.table_rows(runs))
+    runs = result_files.all_runs(REPO / "results")
+    table = tables.markdown_table(tables.table_rows(runs))
     assert "default (dev)" in table and "fast (dev)" in table and "(test)" not in table
-    anchors = api.results.anchor_section(runs)
+    anchors = tables.anchor_section(runs)
     assert "mBERT-base (test)" in anchors and "KLUE-RoBERTa-large (test)" in anchors and "(dev)" not in anchors
-    rows = {(row[0], row[1]): row for row in api.results.table_rows(runs)}
+    rows = {(row[0], row[1]): row for row in tables.table_rows(runs)}
     assert rows["nli", "accuracy"][-1] == "official"
     assert rows["mrc", "exact_match"][-1].endswith("†") and rows["ner", "char_macro_f1"][-1].endswith("†")
     copied = runs["ynat"]["tfidf-lr"]["files"][0]["identical_to_official"] is False
     assert rows["ynat", "macro_f1"][-1].endswith("‡") == copied
-    tested = {(row[0], row[1]): row for row in api.results.anchor_rows(runs)}
+    tested = {(row[0], row[1]): row for row in tables.anchor_rows(runs)}
     assert tested["dp", "uas_micro_f1"][2] == "90.30" and tested["dp", "uas_macro_f1"][2:] == ["-", "-"]
     for (task, metric), row in rows.items():  # every recorded row shows n, its scores and their intervals
         default, fast = runs[task][api.task_spec(task).default_model], runs[task].get("fast")
@@ -190,7 +190,7 @@ def test_the_results_tables_can_be_cited(tmp_path):
     written = (REPO / "results" / "README.md").read_text(encoding="utf-8")
     assert "protocols: ../shared" not in written and "## Protocols" in written and "Written on " in written
     for protocol in {row[-1].split()[0] for row in rows.values()}:
-        assert f"| {protocol} | {api.results.protocol_meaning(protocol)} |" in written
+        assert f"| {protocol} | {result_files.protocol_meaning(protocol)} |" in written
     assert "F1 59.54" in written  # the STS floor's two readings, explained
     citation = (REPO / "CITATION.cff").read_text(encoding="utf-8")
     assert f"version: {__version__}" in citation and "KLUE: Korean Language Understanding Evaluation" in citation

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from baselines import api
+from baselines.runner import result_files
 from baselines.cli import main
 from baselines.data import hf, prediction_formats
 from baselines.data.fileio import file_sha256
@@ -281,5 +282,5 @@ def test_the_shipped_dev_predictions_of_each_row_score_to_its_recorded_numbers(t
     dev = next(entry for entry in record["files"] if entry.get("official_name") == api.task_spec(task).dev_file)
     gold = shared / Path(dev["path"]).relative_to("../shared/klue")
     assert file_sha256(gold) == dev["sha256"]
-    rescored = api.results.jsonable_scores(api.score(task, gold, shipped, log=api.quiet), 6)
+    rescored = result_files.jsonable_scores(api.score(task, gold, shipped, log=api.quiet), 6)
     assert rescored == record["metrics"]
