@@ -348,7 +348,7 @@ def show(task: str, rows: Sequence[dict], explanation: dict | None = None, limit
     with inputs: YNAT, NLI, RE), each label beside the features that pushed it. A notebook shows the result
     as it is; `.page()` is a page of its own and `.save(path)` writes it. At most `limit` rows (None: all)."""
     spec = get_task(task)
-    return html_display.show(task, rows, spec.drawer, explanation, limit, spec.drawer_legend)
+    return html_display.show(task, rows, spec.presentation.drawer, explanation, limit, spec.presentation.legend)
 
 
 @_named_task

@@ -111,6 +111,18 @@ class Requirement:
     settings: tuple[tuple[str, Any], ...] = ()
 
 
+@dataclass(frozen=True)
+class Presentation:
+    """How a task is shown to a person: `show` and `predict --format html` draw one prediction row with `drawer`
+    (row, explanation features -> HTML; baselines.display.html), under `legend` if the task has one; the demo page
+    asks for one input with the form `page_form` (baselines.web.app.PAGE_FORMS: a text, a pair of sentences, a
+    sentence with two entities, a passage and a question, or a dialogue)."""
+
+    drawer: Callable[[dict, dict], str] = html_display.draw_fields
+    legend: Callable[[], str] | None = None
+    page_form: str = "text"
+
+
 # The tokens that a text classifier peer's text may hold besides the record's words (Benchmarks.peer_text): the
 # separator of a pair, the marks around a relation's subject and object; the peer never analyses them.
 PEER_SEPARATOR = "[SEP]"
@@ -208,13 +220,8 @@ class TaskSpec:
     # A model file of the task may name these, those of the tasks it requires, and nothing else
     # (baselines.runner.persistence refuses it before building anything).
     saved_types: tuple[Any, ...] = ()
-    # How `show` and `predict --format html` draw one prediction row (row, explanation features -> HTML), and
-    # the legend above the rows, if any (baselines.display.html).
-    drawer: Callable[[dict, dict], str] = field(default=html_display.draw_fields)
-    drawer_legend: Callable[[], str] | None = None
-    # The demo page's form for one input (baselines.web.app.PAGE_FORMS): a text, a pair of sentences, a sentence
-    # with two entities, a passage and a question, or a dialogue.
-    page_form: str = "text"
+    # How the task is shown to a person: its drawing of a prediction and its demo-page form (a Presentation).
+    presentation: Presentation = field(default_factory=Presentation)
     # (records, aligned predictions, examples) -> entity-level micro precision, recall and F1 and the error types
     # a reviewer asks for (wrong boundary, wrong type, both, missed, spurious), with examples; tasks of spans.
     entity_errors: Callable[[Sequence, Sequence[dict], int], dict] | None = None

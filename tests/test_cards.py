@@ -48,7 +48,7 @@ def test_a_card_is_complete_and_agrees_with_its_task(code):
     assert schema["config"] and schema["fields"] and all(schema["predictions"].values())
     assert set(schema["class_scores"].values()) <= set(schema["labels"])
     assert set(schema["split_sizes"]) <= {"train", "dev"} and all(size > 0 for size in schema["split_sizes"].values())
-    assert spec.page_form in PAGE_FORMS and callable(spec.drawer)  # the page has its form, and a drawing
+    assert spec.presentation.page_form in PAGE_FORMS and callable(spec.presentation.drawer)  # the page has its form, and a drawing
     notice = (sample_dir(code) / "NOTICE.md").read_text(encoding="utf-8")  # the sample carries its attribution
     assert "CC BY-SA 4.0" in notice and "arXiv:2105.09680" in notice and spec.title in notice
     assert sample_file(code).parent == sample_dir(code) / card.folder

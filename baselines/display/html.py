@@ -58,7 +58,7 @@ class Shown:
 def show(task: str, rows: Sequence[dict], draw: Callable[[dict, dict], str], explanation: dict | None = None,
          limit: int | None = None, legend: Callable[[], str] | None = None) -> Shown:
     """Prediction rows as `predict` gives them (each with its 'input'), each drawn by `draw` (the task's drawer,
-    TaskSpec.drawer), under the task's `legend` if it has one; with an `explanation` of the same inputs
+    TaskSpec.presentation.drawer), under the task's `legend` if it has one; with an `explanation` of the same inputs
     (api.explain with inputs), each label beside the features that pushed it. `limit`: at most this many rows."""
     rows = list(rows)[:limit] if limit is not None else list(rows)
     features = {example["guid"]: example.get("features", []) for example in (explanation or {}).get("examples", [])}

@@ -31,7 +31,7 @@ MAX_BODY_BYTES = 16 * MAX_INPUT_CHARACTERS  # every field at its limit, in UTF-8
 PREDICTION_THREADS = 4  # predictions at once; Kiwi uses the cores of each, so more would only queue inside
 LOCAL_HOSTS = ("127.0.0.1", "localhost")  # the names of the one address `serve` listens on
 ENTITY_TYPES = ("PER", "ORG", "LOC", "DAT", "POH", "NOH")  # what the page's RE form offers, as KLUE's RE marks them
-# The page's forms, by the kind of input a task declares (TaskSpec.page_form): the fields each shows.
+# The page's forms, by the kind of input a task declares (TaskSpec.presentation.page_form): the fields each shows.
 PAGE_FORMS = ("text", "pair", "relation", "passage", "dialogue")
 
 
@@ -94,7 +94,7 @@ def plain_input(task: str, form: dict) -> Any:
     of form the task declares."""
     if task not in TASK_CODES:
         raise UsageError(f"no task '{task}'; the tasks are {', '.join(TASK_CODES)}")
-    kind = api.task_spec(task).page_form
+    kind = api.task_spec(task).presentation.page_form
     if kind == "text":
         return _field(form, "text")
     if kind == "pair":
@@ -135,7 +135,7 @@ def page(models: Models) -> str:
     ready_tasks = models.ready_tasks()
     options = "".join(f'<option value="{code}">{html.escape(name)}{" ✓" if code in ready_tasks else ""}</option>'
                       for code, name in task_names().items())
-    by_form = {kind: " ".join(code for code in TASK_CODES if api.task_spec(code).page_form == kind)
+    by_form = {kind: " ".join(code for code in TASK_CODES if api.task_spec(code).presentation.page_form == kind)
                for kind in PAGE_FORMS}
     rest = "" if len(ready_tasks) == len(TASK_CODES) else "; 나머지는 처음 쓸 때 표본으로 학습합니다 (몇 초)"
     source = (f"준비된 모델(✓): {', '.join(ready_tasks)}{rest}."

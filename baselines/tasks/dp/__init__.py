@@ -11,7 +11,8 @@ from baselines.metrics import scoring, tallies
 from baselines.metrics.teaching import Comparison
 from baselines.models.linear import OrderedLogisticRegression
 from baselines.data import grown
-from baselines.taskspec import Benchmarks, ModelEntry, PredictionError, PredictionFiles, TaskSpec, align_predictions
+from baselines.taskspec import (Presentation, Benchmarks, ModelEntry, PredictionError, PredictionFiles, TaskSpec,
+                                align_predictions)
 from baselines.tasks.dp.data import (LABELS, DpSentence, DpWord, as_records, distinct_copy, from_hf, load, load_input,
                                      load_tsv_or_conllu, plain_inputs, predictions_from_file, targets, tree_problem,
                                      with_kiwi_pos, write_conllu, write_tsv)
@@ -102,6 +103,6 @@ TASK = TaskSpec(
     compare=compare,
     distinct_copy=distinct_copy,
     saved_types=(MstParser, AttachToNextParser, ArcFeaturizer, OrderedLogisticRegression, DictVectorizer),
-    drawer=html.draw_dp,
+    presentation=Presentation(drawer=html.draw_dp),
     benchmarks=Benchmarks(grow=grown.eojeols, size_unit="eojeols", peer="udpipe"),
 )

@@ -12,8 +12,8 @@ from baselines.metrics import scoring, tallies
 from baselines.models.linear import OrderedLogisticRegression
 from baselines.metrics.teaching import Comparison
 from baselines.data import grown
-from baselines.taskspec import (Benchmarks, TFIDF_PARTS, ModelEntry, PredictionError, PredictionFiles, Requirement,
-                                TaskSpec, align_predictions, check_numbers)
+from baselines.taskspec import (Presentation, Benchmarks, TFIDF_PARTS, ModelEntry, PredictionError, PredictionFiles,
+                                Requirement, TaskSpec, align_predictions, check_numbers)
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView,
                                             candidate_spans, question_type, question_view, related_words)
 from baselines.tasks.mrc.data import (MrcAnswer, MrcQuestion, as_records, distinct_copy, from_hf, load, load_input,
@@ -170,7 +170,6 @@ TASK = TaskSpec(
                           "the reader's tagger"),),
     saved_types=(SpanRanker, EmptyAnswerReader, AnswerTypeModel, AnswerDecision, Retrieval, ListwiseRanker, Pipeline,
                  StandardScaler, OrderedLogisticRegression, DictVectorizer, *TFIDF_PARTS, Analyse, MorphemeNgrams),
-    drawer=html.draw_mrc,
-    page_form="passage",
+    presentation=Presentation(drawer=html.draw_mrc, page_form="passage"),
     benchmarks=Benchmarks(grow=grown.field_grown("context")),
 )

@@ -28,8 +28,8 @@ from baselines.models.params import (FOLDS_OR_OFF, ITERATIONS, NEIGHBOURS, NON_N
                               StrOptions)
 from baselines.metrics.teaching import Comparison
 from baselines.data import grown
-from baselines.taskspec import (Benchmarks, ModelEntry, PredictionError, Requirement, TaskSpec, align_predictions,
-                                copy_marker, jsonl_records)
+from baselines.taskspec import (Presentation, Benchmarks, ModelEntry, PredictionError, Requirement, TaskSpec,
+                                align_predictions, copy_marker, jsonl_records)
 from features.align import char_to_eojeol, char_to_morpheme
 from features.analysis import analyze
 from features.characters import char_class, shape
@@ -819,8 +819,7 @@ TASK = TaskSpec(
                           "subject and object entities become the NER CRF's gazetteer", provides="gazetteer"),),
     saved_types=(CharacterCRF, AllOutsideTagger),
     entity_errors=entity_errors,
-    drawer=html.draw_ner,
-    drawer_legend=html.entity_legend,
     trainer_score=scoring.score_ner,
+    presentation=Presentation(drawer=html.draw_ner, legend=html.entity_legend),
     benchmarks=Benchmarks(grow=grown.repeated, peer="plain-crf", doctor_fits_default=True),
 )

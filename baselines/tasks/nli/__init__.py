@@ -25,9 +25,9 @@ from baselines.models.params import (FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, 
                               POSITIVE, SEED)
 from baselines.runtime.parallel import local_jobs
 from baselines.data import grown
-from baselines.taskspec import (Benchmarks, PEER_SEPARATOR, HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry,
-                                TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
-                                jsonl_records, label_predictions)
+from baselines.taskspec import (Presentation, Benchmarks, PEER_SEPARATOR, HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS,
+                                ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
+                                compare_labels, jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.morphemes import Analysis
 from features.normalize import nfc_fields
@@ -554,9 +554,8 @@ TASK = TaskSpec(
                  CharacterNgrams, MorphemeNgrams, HistGradientBoostingClassifier, *HIST_GRADIENT_BOOSTING_PARTS,
                  "sklearn._loss.link.MultinomialLogit", "sklearn._loss.loss.HalfMultinomialLoss",
                  "sklearn._loss._loss.CyHalfMultinomialLoss", "sklearn.preprocessing._label.LabelEncoder"),
-    drawer=html.draw_labelled,
-    page_form="pair",
     trainer_score=scoring.score_nli,
+    presentation=Presentation(drawer=html.draw_labelled, page_form="pair"),
     benchmarks=Benchmarks(grow=grown.first_of_pair, peer="fasttext",
                           peer_text=lambda record: f"{record.premise} {PEER_SEPARATOR} {record.hypothesis}"),
 )

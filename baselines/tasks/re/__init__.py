@@ -23,8 +23,9 @@ from baselines.models.explain import LinearExplanation
 from baselines.models.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, POSITIVE, SEED, HasMethods, Interval
 from baselines.models.priors import adapt_to_priors
 from baselines.data import grown
-from baselines.taskspec import (Benchmarks, ModelEntry, PredictionError, Requirement, TaskSpec, align_predictions,
-                                check_labels, compare_labels, is_finite_number, jsonl_records, label_predictions)
+from baselines.taskspec import (Presentation, Benchmarks, ModelEntry, PredictionError, Requirement, TaskSpec,
+                                align_predictions, check_labels, compare_labels, is_finite_number, jsonl_records,
+                                label_predictions)
 from features.align import morphemes_in_span
 from features.analysis import analyze
 from features.morphemes import Analysis, eojeol_spans
@@ -655,9 +656,8 @@ TASK = TaskSpec(
                           settings=(("pos", "kiwi"), ("order", 1), ("perceptrons", 1))),),
     saved_types=(RelationClassifier, EojeolRelationClassifier, RelationPrior,
                  OrderedLogisticRegression, DictVectorizer),
-    drawer=html.draw_re,
-    page_form="relation",
     trainer_score=scoring.score_re,
+    presentation=Presentation(drawer=html.draw_re, page_form="relation"),
     benchmarks=Benchmarks(grow=grown.sentence_extended, peer="fasttext", peer_text=marked_sentence,
                           peer_probabilities=True),
 )

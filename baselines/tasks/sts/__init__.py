@@ -26,8 +26,8 @@ from baselines.models.params import FOLDS_OR_OFF, ITERATIONS, NGRAM_RANGE, POSIT
 from baselines.errors import caller_stacklevel
 from baselines.metrics.teaching import Comparison
 from baselines.data import grown
-from baselines.taskspec import (Benchmarks, HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec,
-                                align_predictions, check_numbers, jsonl_records)
+from baselines.taskspec import (Presentation, Benchmarks, HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry,
+                                TaskSpec, align_predictions, check_numbers, jsonl_records)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.pairs import EMBEDDING_FEATURES, embedding_alignment, overlap_features
@@ -468,8 +468,7 @@ TASK = TaskSpec(
                  TruncatedSVD, *TFIDF_PARTS, CharacterNgrams, MorphemeNgrams,
                  HistGradientBoostingRegressor, *HIST_GRADIENT_BOOSTING_PARTS, "sklearn._loss.link.IdentityLink",
                  "sklearn._loss.loss.HalfSquaredError", "sklearn._loss._loss.CyHalfSquaredError"),
-    drawer=html.draw_labelled,
-    page_form="pair",
     trainer_score=scoring.score_sts,
+    presentation=Presentation(drawer=html.draw_labelled, page_form="pair"),
     benchmarks=Benchmarks(grow=grown.first_of_pair, peer="tfidf-cosine"),
 )

@@ -26,8 +26,8 @@ from baselines.models.params import FOLDS, JOBS, MIN_COUNT, POSITIVE, SEED, Inte
 from baselines.metrics.teaching import Comparison, precision_recall_rows
 from baselines.runtime.parallel import local_jobs
 from baselines.data import grown
-from baselines.taskspec import (Benchmarks, TFIDF_PARTS, ModelEntry, PredictionError, TaskSpec, align_predictions,
-                                copy_marker)
+from baselines.taskspec import (Presentation, Benchmarks, TFIDF_PARTS, ModelEntry, PredictionError, TaskSpec,
+                                align_predictions, copy_marker)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.vectorize import morpheme_tokens, ngrams
@@ -800,7 +800,6 @@ TASK = TaskSpec(
     distinct_copy=distinct_copy,
     saved_types=(DialogueStateTracker, EmptyStateTracker, ValueFinder, _identity, OrderedLogisticRegression,
                  *TFIDF_PARTS),
-    drawer=html.draw_wos,
-    page_form="dialogue",
+    presentation=Presentation(drawer=html.draw_wos, page_form="dialogue"),
     benchmarks=Benchmarks(grow=grown.first_user_turn_grown),
 )

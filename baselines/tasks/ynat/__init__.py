@@ -19,8 +19,8 @@ from baselines.models.estimators import FloorClassifier, TaskModel, plain_text, 
 from baselines.models.explain import LinearExplanation
 from baselines.models.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, POSITIVE, SEED, StrOptions
 from baselines.data import grown
-from baselines.taskspec import (Benchmarks, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_gold_labels,
-                                check_labels, compare_labels, jsonl_records, label_predictions)
+from baselines.taskspec import (Presentation, Benchmarks, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions,
+                                check_gold_labels, check_labels, compare_labels, jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.vectorize import CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, prefetch_neighbours
@@ -280,8 +280,8 @@ TASK = TaskSpec(
     compare=compare,
     saved_types=(TopicClassifier, MostFrequentTopic, OrderedLogisticRegression, FeatureUnion, *TFIDF_PARTS,
                  CharacterNgrams, MorphemeNgrams, MorphemeNeighbours),
-    drawer=html.draw_labelled,
     trainer_score=scoring.score_ynat,
+    presentation=Presentation(drawer=html.draw_labelled),
     benchmarks=Benchmarks(grow=grown.repeated, peer="fasttext", peer_text=lambda record: record.title,
                           doctor_fits_default=True),
 )
