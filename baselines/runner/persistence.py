@@ -146,6 +146,11 @@ def model_types(task: str) -> dict[str, type]:
     return {name: entry.estimator for name, entry in get_task(task).models.items()}
 
 
+def retrain(task: str) -> str:
+    """What a refused model file's message ends with: how to make one that this version loads."""
+    return f"train the model again with this version (klue-baselines train {task}; train --all for the ready models)"
+
+
 def load_model(path: Path, task: str, versions: dict[str, str], trust_pickle: bool = False) -> tuple[Any, dict]:
     """The model and its metadata; ModelFileError, before anything is unpickled, when the file is not a
     model file, is damaged, is for another task, names a model that the task does not have or was written
@@ -163,8 +168,7 @@ def load_model(path: Path, task: str, versions: dict[str, str], trust_pickle: bo
     for library in _CHECKED_VERSIONS:
         saved, current = metadata["versions"].get(library), versions.get(library)
         if saved != current:
-            raise ModelFileError(f"{path}: saved with {library} {saved}, but this is {current}; "
-                                 f"train the model again with this version")
+            raise ModelFileError(f"{path}: saved with {library} {saved}, but this is {current}; {retrain(task)}")
     if metadata["payload_format"] == "joblib" and not trust_pickle:
         raise ModelFileError(f"{path}: the model is a pickle, which can run any code when loaded; if you trust "
                              f"the file's source, load it with {PICKLE_CONSENT}")
@@ -196,13 +200,13 @@ def load_model(path: Path, task: str, versions: dict[str, str], trust_pickle: bo
     mismatch = getattr(model, "layout_mismatch", None)
     problem = mismatch() if callable(mismatch) else None
     if problem:
-        raise ModelFileError(f"{path}: {problem}; train the model again with this version")
+        raise ModelFileError(f"{path}: {problem}; {retrain(task)}")
     # Any model saved before a hyper-parameter was added lacks it, and would fail when it is read (NER's
     # gazetteer): refused here, for every model, whatever its own layout_mismatch knows.
     missing = [name for name in expected().get_params(deep=False) if not hasattr(model, name)]
     if missing:
         raise ModelFileError(f"{path}: this {task} {metadata['model']} model was saved by a version without the "
-                             f"hyper-parameters {', '.join(missing)}; train the model again with this version")
+                             f"hyper-parameters {', '.join(missing)}; {retrain(task)}")
     return model, metadata
 
 
