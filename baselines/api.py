@@ -153,7 +153,7 @@ def locate(task: str, data_dir: PathLike | None = None, train: PathLike | None =
 def load(task: str, path: PathLike) -> list:
     """The records of an official file, or of the raw JSONL that `predict` reads (labels where given)."""
     spec = get_task(task)
-    return (spec.load_input or spec.load)(Path(path))
+    return (spec.reading.load_input or spec.reading.load)(Path(path))
 
 
 @_named_task
@@ -166,7 +166,7 @@ def records_from_hf(task: str, rows: Any) -> list:
     features = features.to_dict() if hasattr(features, "to_dict") else None
     rows = rows.to_list() if hasattr(rows, "to_list") else list(rows)
     where = Path(f"<Hugging Face klue {hf.SCHEMAS[task].config} rows>")
-    return spec.from_hf(hf.named_rows(task, rows, features, where), where)
+    return spec.reading.from_hf(hf.named_rows(task, rows, features, where), where)
 
 
 @_named_task
@@ -187,9 +187,9 @@ def load_xy(task: str, path: PathLike, plain: bool = False) -> tuple[list, list]
     """(X, y) of a labelled official file, ready for `fit`: X as the task's records, or with plain=True as
     plain inputs (titles, sentence pairs, sentences, raw-row dicts), which every model also takes."""
     spec = get_task(task)
-    records = spec.load(Path(path))
+    records = spec.reading.load(Path(path))
     build.check_labelled(spec, records, Path(path))
-    return (spec.plain_inputs(records) if plain else records), spec.targets(records)
+    return (spec.reading.plain_inputs(records) if plain else records), spec.modelling.targets(records)
 
 
 @_named_task
@@ -197,7 +197,7 @@ def resources(task: str, data_dir: PathLike | None = None, train: PathLike | Non
     """What a task's models and scorer need besides the data (RE's relation list, WoS's ontology): beside
     `train` when given, else from the data directory, the download cache or the shipped sample."""
     spec = get_task(task)
-    return spec.load_resources(locate(task, data_dir, train=train).extras)
+    return spec.resources.load_resources(locate(task, data_dir, train=train).extras)
 
 
 @_named_task
@@ -206,15 +206,15 @@ def model_name(task: str, model: str | None = None, pos: str | None = None) -> s
     parses with the data's POS or with Kiwi's (DP), else the task's default."""
     spec = get_task(task)
     if pos is None:
-        return model or spec.default_model
-    if not spec.model_for_pos:
+        return model or spec.modelling.default_model
+    if not spec.modelling.model_for_pos:
         raise UsageError(f"{setting('--pos', 'pos')} applies to: "
-                         f"{', '.join(t.code for t in all_tasks() if t.model_for_pos)}")
+                         f"{', '.join(t.code for t in all_tasks() if t.modelling.model_for_pos)}")
     if model is not None:
         raise UsageError(f"give {setting('--pos', 'pos')} or {setting('--model', 'model')}, not both")
-    if pos not in spec.model_for_pos:
-        raise UsageError(f"pos must be one of {sorted(spec.model_for_pos)}, not {pos!r}")
-    return spec.model_for_pos[pos]
+    if pos not in spec.modelling.model_for_pos:
+        raise UsageError(f"pos must be one of {sorted(spec.modelling.model_for_pos)}, not {pos!r}")
+    return spec.modelling.model_for_pos[pos]
 
 
 @_named_task
@@ -235,8 +235,8 @@ def fit(task: str, train: PathLike | Sequence, model: str | None = None, *, seed
     spec = get_task(task)
     if _is_path(train):
         path = Path(train)
-        return build.fitted_model(spec, spec.load(path), resources(task, data_dir, path), model, seed, params, log,
-                                  path)
+        return build.fitted_model(spec, spec.reading.load(path), resources(task, data_dir, path), model, seed, params,
+                                  log, path)
     return build.fitted_model(spec, list(train), resources(task, data_dir), model, seed, params, log)
 
 
@@ -289,7 +289,8 @@ def class_model(task: str, models_dir: PathLike | None = None, log: Log = progre
         log(f"{task}: using the ready model {ready.model_path(folder, task)} (trained on {trained_on})")
         return model
     spec, data = get_task(task), locate(task)  # a sample is warned about, as data_file warns
-    log(f"{task}: no ready model in {folder}: fitting {spec.default_model} on {build.training_path(spec, data).name}")
+    log(f"{task}: no ready model in {folder}: fitting {spec.modelling.default_model} on "
+        f"{build.training_path(spec, data).name}")
     return build.fitted_on_training_file(spec, data, log=log)
 
 
@@ -326,7 +327,7 @@ def _input_records(spec: TaskSpec, inputs: PathLike | Sequence) -> list:
     if isinstance(inputs, str) and not Path(inputs).expanduser().exists():
         raise UsageError(f"{spec.code}: no file {inputs[:60]!r}; to give text rather than a file, pass a list, as "
                          f"[{inputs[:40]!r}]")
-    return load(spec.code, inputs) if _is_path(inputs) else spec.as_records(list(inputs))
+    return load(spec.code, inputs) if _is_path(inputs) else spec.reading.as_records(list(inputs))
 
 
 @_named_task
@@ -337,7 +338,7 @@ def predict(task: str, model: Any, inputs: PathLike | Sequence, log: Log = progr
     spec = get_task(task)
     records = _input_records(spec, inputs)
     with progress.heartbeat(f"{task}: predicting {len(records)} inputs", log):
-        return evaluation.with_inputs(spec, records, spec.predict(model, records))
+        return evaluation.with_inputs(spec, records, spec.modelling.predict(model, records))
 
 
 @_named_task
@@ -363,25 +364,25 @@ def predict_file(task: str, inputs: PathLike, output: PathLike | None = None, *,
     page that draws them (see `show`); or in a format of the task's own (DP: 'tsv', the official layout, and
     'conllu')."""
     spec = get_task(task)
-    writers = spec.prediction_files.writers
+    writers = spec.scoring.prediction_files.writers
     if output_format not in ("jsonl", "hf", "html", *writers) or (output_format in ("html", *writers)
                                                                  and output is None):
-        own = ", ".join(f"{name} ({t.code})" for t in all_tasks() for name in t.prediction_files.writers)
+        own = ", ".join(f"{name} ({t.code})" for t in all_tasks() for name in t.scoring.prediction_files.writers)
         raise UsageError(f"{setting('--format', 'output_format')} {output_format}: every task writes jsonl, hf "
                          f"and html (a page that draws them); html and {own} need "
                          f"{setting('--output FILE', 'output=FILE')}, and {own} exist for those tasks only")
     if output is not None:
         check_output_file(Path(output), [Path(inputs), model_file, train])
     records = load(task, inputs)  # read before any training: a bad input fails at once
-    if model_file is None and model is None and pos is None and "kiwi" in spec.model_for_pos \
+    if model_file is None and model is None and pos is None and "kiwi" in spec.modelling.model_for_pos \
             and not all(word.pos for record in records for word in record.words):
         # Raw text has no POS of its own: the parser trained on Kiwi's tags reads it as it was trained.
         pos = "kiwi"
-        log(f"{task}: the input has no POS tags, so Kiwi tags it: using {spec.model_for_pos[pos]}, the model trained "
-            f"on Kiwi's tags ({setting('--pos gold', 'pos=gold')} for the one trained on the data's own)")
+        log(f"{task}: the input has no POS tags, so Kiwi tags it: using {spec.modelling.model_for_pos[pos]}, the model "
+            f"trained on Kiwi's tags ({setting('--pos gold', 'pos=gold')} for the one trained on the data's own)")
     estimator = saved_or_fitted(task, model_file, model, data_dir=data_dir, train=train, seed=seed, pos=pos,
                                 trust_pickle=trust_pickle, log=log, **params)
-    rows = evaluation.with_inputs(spec, records, spec.predict(estimator, records))
+    rows = evaluation.with_inputs(spec, records, spec.modelling.predict(estimator, records))
     if output is not None:
         if output_format == "html":
             show(task, rows, limit=None).save(Path(output))
@@ -431,7 +432,7 @@ def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence 
             for section, items in explanation["sections"].items() for item in items]
     if inputs is not None:
         records = _input_records(spec, inputs)
-        guids, plain = [record.guid for record in records], spec.plain_inputs(records)
+        guids, plain = [record.guid for record in records], spec.reading.plain_inputs(records)
         if hasattr(model, "feature_contributions"):
             explanation["examples"] = [
                 {"guid": guid, "input": shown, "prediction": label, "features": listed(features)}
@@ -670,7 +671,7 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     check_output_folder(folder)
     records, _targets = load_xy(task, path)
     task_resources = resources(task, data_dir, path)
-    spec.check_resource_labels(records, task_resources, Path(path))
+    spec.resources.check_resource_labels(records, task_resources, Path(path))
     name, estimator = build.build_model(spec, model, seed, task_resources)
     grid, shown_files = build.grid_with_requirements(spec, name, estimator, grid, seed, log)
     build.check_params(name, estimator, grid)
@@ -679,8 +680,8 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     problem = tuning.fold_count_problem(spec, records, folds)
     if problem:
         raise UsageError(f"{setting(f'--folds {folds}', f'folds={folds}')}: {problem}")
-    report = tuning.grid_search(spec, estimator, records, task_resources, grid, spec.headline[0], folds, seed, log,
-                                workers)
+    report = tuning.grid_search(spec, estimator, records, task_resources, grid, spec.scoring.headline[0], folds, seed,
+                                log, workers)
     for trial in report["trials"]:
         trial["params"] = dict(shown_files[key][id(value)] if key in shown_files else (key, value)
                                for key, value in trial["params"].items())
@@ -721,7 +722,7 @@ def metric(task: str, tokens: Sequence[Sequence[str]] | None = None) -> Callable
     the dataset's NER tokens, to drop spaces where every character is tagged."""
     code = task_code(task)
     try:
-        compute = trainer_metrics.metric(code, get_task(code).trainer_score, tokens)
+        compute = trainer_metrics.metric(code, get_task(code).scoring.trainer_score, tokens)
     except ValueError as error:
         raise UsageError(str(error)) from None
 
@@ -798,18 +799,18 @@ def _reviewer_answers(spec: TaskSpec, records: list, rows_a: list[dict], rows_b:
     """What `compare` adds to the bootstrap: McNemar's exact test where each record is wholly right or wrong,
     both systems' entity errors where the task has spans, and `examples` records a group where they differ."""
     aligned = [align_predictions(records, rows) for rows in (rows_a, rows_b)]
-    comparisons = [spec.compare(records, rows) for rows in aligned]
+    comparisons = [spec.scoring.compare(records, rows) for rows in aligned]
     answers: dict[str, Any] = {}
     if comparisons[0].right_or_wrong:
         answers["mcnemar"] = {"unit": comparisons[0].unit,
                               **significance.mcnemar(comparisons[0].wrong, comparisons[1].wrong)}
-    if spec.entity_errors is not None:
-        answers["entities"] = {system: spec.entity_errors(records, rows, examples)
+    if spec.scoring.entity_errors is not None:
+        answers["entities"] = {system: spec.scoring.entity_errors(records, rows, examples)
                                for system, rows in zip("ab", aligned)}
     if examples:
         answers["examples"] = significance.disagreements(
             comparisons[0].wrong, comparisons[1].wrong, comparisons[0].shown, comparisons[1].shown,
-            [record.guid for record in records], spec.plain_inputs(records), examples)
+            [record.guid for record in records], spec.reading.plain_inputs(records), examples)
     return answers
 
 
@@ -832,7 +833,7 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
                              f"{setting('--overwrite', 'overwrite=True')}")
     records, rows, metrics = _scored(spec, gold, predictions, data_dir, predictions_format, log)
     aligned = align_predictions(records, rows)
-    comparison = spec.compare(records, aligned)
+    comparison = spec.scoring.compare(records, aligned)
     built: dict[str, Any] = {"task": task, "unit": comparison.unit, "metrics": result_files.jsonable_scores(metrics, 4)}
     if comparison.gold:
         built["classes"] = teaching.per_class(comparison)
@@ -840,10 +841,10 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
     if comparison.groups:
         built["groups"] = {"by": comparison.group_by, "rows": comparison.groups}
     built["errors"] = teaching.worst_errors(comparison, [r.guid for r in records],
-                                            spec.plain_inputs(records), errors)
+                                            spec.reading.plain_inputs(records), errors)
     built["errors_ranked_by"] = comparison.ranked_by
-    if spec.entity_errors is not None:
-        built["entities"] = spec.entity_errors(records, aligned, errors)
+    if spec.scoring.entity_errors is not None:
+        built["entities"] = spec.scoring.entity_errors(records, aligned, errors)
     if plots_dir is not None:
         built["figures"] = [str(path) for path in report_figures(built, plots_dir)]
     return built
@@ -935,7 +936,7 @@ def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | No
     check_output_folder(folder)
     plots_dir = _figures_folder(plots_dir)
     report = scale_bench.bench_scale(task, sizes, model, seed, data_dir, train, dev, command, log)
-    stem = task if report["model"] == get_task(task).default_model else f"{task}-{report['model']}"
+    stem = task if report["model"] == get_task(task).modelling.default_model else f"{task}-{report['model']}"
     path = results.write_result(Path(results_dir), folder / f"{stem}.json", report)
     if plots_dir is not None:
         figure = plots.scale_chart(tables.scale_reports(Path(results_dir)), plots_dir / "scale.png",
@@ -997,13 +998,14 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
     for option, path in (("--data-dir", data_dir), ("--train", train), ("--dev", dev)):
         if path is not None:  # absolute: the runs start in a scratch folder
             arguments += [option, str(absolute_path(path))]
-    files = {requirement.file_param for code in codes for requirement in get_task(code).requires}
+    files = {requirement.file_param for code in codes for requirement in get_task(code).links.requires}
     for name, value in params.items():
         if name in files and isinstance(value, (str, os.PathLike)):  # another task's file (re_train): absolute too
             value = str(absolute_path(value))
         arguments += ["--param", f"{name}={json.dumps(value)}"]
     compared = determinism_bench.determinism(arguments, at_once=at_once, log=log)
-    named = model if any(model != get_task(code).default_model for code in codes) else None  # the default's own name
+    # the default's own name is left out
+    named = model if any(model != get_task(code).modelling.default_model for code in codes) else None
     report = {"command": command, "task_codes": codes, "model": named, "sample": is_sample, **compared,
               "versions": versions(), "code": code_version(), "machine": machine()}
     path = None

@@ -6,7 +6,7 @@ import inspect
 import warnings
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -99,7 +99,7 @@ class Requirement:
       scikit-learn's FrozenEstimator (so that cloning the model for each fold keeps it fitted); MRC's reader
       takes an NER tagger this way;
     - ``provides="gazetteer"``: a features.gazetteer.EntityGazetteer of the typed entity names that `task`'s
-      records carry (TaskSpec.mentions); the NER CRF takes the RE training file's subjects and objects.
+      records carry (TaskSpec.links.mentions); the NER CRF takes the RE training file's subjects and objects.
     `settings` are hyper-parameters set over the default model's before it is fitted (RE's parser learns from
     Kiwi's tags, which are all that RE's raw sentences will have). Tasks meet this way, never by importing
     one another."""
@@ -150,106 +150,179 @@ class Benchmarks:
 
 
 @dataclass(frozen=True)
-class TaskSpec:
-    """One KLUE task as the triple (data format, model, metric), seen by the runner and the CLI.
+class Reading:
+    """How a task's files and inputs become records.
 
-    - ``load(path)`` reads an official file into typed records; ``load_input(path)`` also reads the
-      raw JSONL that ``predict`` accepts.
-    - ``load_resources(files)`` reads auxiliary files (relation list, ontology) into a dict that model
-      entries (ModelEntry.from_resources) and scorers receive.
-    - ``models[name]`` is a ModelEntry, whose ``build(random_state, resources)`` makes an unfitted
-      estimator; ``targets(records)`` is the y that its ``fit(records, y)`` receives.
-    - ``predict(model, records)`` returns one JSON-able dict per record, keyed by ``guid``: the format of
-      ``predict`` output and of ``score --predictions``.
-    - ``score(records, predictions, resources)`` returns the official metrics (x100) and breakdowns;
-      ``tally`` takes the same and returns them as sums over records (a baselines.metrics.tallies.Tally), which
-      `compare` scores a batch of bootstrap resamples with at once.
+    - ``load(path)`` reads an official file into typed records; ``load_input(path)`` also reads the raw JSONL
+      that ``predict`` accepts; with ``from_hf`` (rows of the Hugging Face klue schema -> records) both also read
+      HF exports.
     - ``texts(records)`` lists every Korean text of the records (what morpheme analysis will see).
-    - ``as_records(X)`` turns plain inputs (str, pairs, raw-row dicts) into records, and
-      ``plain_inputs(records)`` does the reverse; the models accept either.
-    - ``model_for_pos`` maps a --pos choice to a model name (DP: 'gold' -> mst, 'kiwi' -> mst-kiwi).
-    - ``prediction_files`` names the task's own prediction file formats, read by ``score`` and written by
-      ``predict --format`` (a PredictionFiles).
-    - ``compare(records, aligned_predictions)`` sets gold against predicted for ``report`` (a
-      baselines.metrics.teaching.Comparison).
+    - ``as_records(X)`` turns plain inputs (str, pairs, raw-row dicts) into records, and ``plain_inputs(records)``
+      does the reverse; the models accept either.
     """
 
-    code: str
-    title: str
-    folder: str
-    train_file: str | None
-    dev_file: str
     load: Callable[[Path], list]
-    models: dict[str, ModelEntry]
-    default_model: str
-    targets: Callable[[Sequence], list]
-    predict: Callable[[Any, Sequence], list[dict]]
-    score: Callable[[Sequence, Sequence[dict], dict], dict[str, float]]
-    headline: tuple[str, ...]
-    prediction_example: str
     texts: Callable[[Sequence], list[str]]
-    compare: Callable[[Sequence, Sequence[dict]], Any]  # gold vs predicted, for `report`
-    tally: Callable[[Sequence, Sequence[dict], dict], Any]
-    as_records: Callable[[Sequence], list] = field(default=list)  # records or plain inputs -> records
-    plain_inputs: Callable[[Sequence], list] = field(default=list)  # records -> what a notebook user hands over
+    as_records: Callable[[Sequence], list] = list  # records or plain inputs -> records
+    plain_inputs: Callable[[Sequence], list] = list  # records -> what a notebook user hands over
     load_input: Callable[[Path], list] | None = None
-    # Rows of the Hugging Face klue schema -> records; with it, load and load_input also read HF exports.
     from_hf: Callable[[list[dict], Path], list] | None = None
-    extra_files: tuple[str, ...] = ()
-    optional_extras: tuple[str, ...] = ()  # extra files with a default, when neither beside the data nor found
-    load_resources: Callable[[dict[str, Path]], dict] = field(default=lambda files: {})
-    # Gold labels against the resources' label sets (RE's relation list, WoS's ontology slots): a DataError
-    # naming the file and the first record outside them.
-    check_resource_labels: Callable[[Sequence, dict, Path], None] = field(
-        default=lambda records, resources, path: None)
+    # The passage or dialogue a record belongs to, which folds keep whole; None where records stand alone.
     group: Callable[[Any], str] | None = None
-    prediction_files: PredictionFiles = field(default_factory=PredictionFiles)
-    model_for_pos: dict[str, str] = field(default_factory=dict)
-    # The family of score keys that `compare` breaks a lead down by ('class_f1' for 'class_f1/경제', ...).
-    breakdown: str | None = None
     # (record, k) -> copy k of the record, distinct from the record and from its other copies in every text
     # (copy_marker(k) put in), for the scale benchmark where the data here is smaller than the official train
     # file (NER and DP have prefixes of it, MRC and WoS only part of dev).
     distinct_copy: Callable[[Any, int], Any] | None = None
-    requires: tuple[Requirement, ...] = ()  # what other tasks' training files give that its models can take
-    # records -> (name, entity type) of every typed entity mention they carry (RE's subjects and objects), for
-    # another task's gazetteer (Requirement provides="gazetteer"); None where records carry none.
-    mentions: Callable[[Sequence], list[tuple[str, str]]] | None = None
+
+
+def _no_resources(files: dict[str, Path]) -> dict:
+    return {}
+
+
+def _no_label_check(records: Sequence, resources: dict, path: Path) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Resources:
+    """The auxiliary files a task reads beside its data (RE's relation list, WoS's ontology)."""
+
+    extra_files: tuple[str, ...] = ()
+    optional_extras: tuple[str, ...] = ()  # extra files with a default, when neither beside the data nor found
+    # files -> a dict that model entries (ModelEntry.from_resources) and scorers receive
+    load_resources: Callable[[dict[str, Path]], dict] = _no_resources
+    # Gold labels against the resources' label sets (RE's relation list, WoS's ontology slots): a DataError
+    # naming the file and the first record outside them.
+    check_resource_labels: Callable[[Sequence, dict, Path], None] = _no_label_check
+
+
+@dataclass(frozen=True)
+class Modelling:
+    """A task's models: ``models[name]`` is a ModelEntry, whose ``build(random_state, resources)`` makes an
+    unfitted estimator; ``targets(records)`` is the y that its ``fit(records, y)`` receives; ``predict(model,
+    records)`` returns one JSON-able dict per record, keyed by ``guid``: the format of ``predict`` output and of
+    ``score --predictions``."""
+
+    models: dict[str, ModelEntry]
+    default_model: str
+    targets: Callable[[Sequence], list]
+    predict: Callable[[Any, Sequence], list[dict]]
+    # A --pos choice -> a model name (DP: 'gold' -> mst, 'kiwi' -> mst-kiwi).
+    model_for_pos: dict[str, str] = field(default_factory=dict)
     # What a fitted model of this task holds besides plain data (containers, strings, numbers, numpy arrays):
     # classes and functions, or by full name ('module.Name') a library's private part that has no public home.
     # A model file of the task may name these, those of the tasks it requires, and nothing else
     # (baselines.runner.persistence refuses it before building anything).
     saved_types: tuple[Any, ...] = ()
-    # How the task is shown to a person: its drawing of a prediction and its demo-page form (a Presentation).
-    presentation: Presentation = field(default_factory=Presentation)
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How a task's predictions are scored and read: ``score(records, predictions, resources)`` returns the official
+    metrics (x100) and breakdowns; ``tally`` takes the same and returns them as sums over records (a
+    baselines.metrics.tallies.Tally), which `compare` scores a batch of bootstrap resamples with at once;
+    ``compare(records, aligned_predictions)`` sets gold against predicted for ``report`` (a Comparison)."""
+
+    score: Callable[[Sequence, Sequence[dict], dict], dict[str, float]]
+    headline: tuple[str, ...]
+    tally: Callable[[Sequence, Sequence[dict], dict], Any]
+    compare: Callable[[Sequence, Sequence[dict]], Any]
+    prediction_example: str  # one line of the task's prediction file, for messages and docs
+    # The task's own prediction file formats, read by ``score`` and written by ``predict --format``.
+    prediction_files: PredictionFiles = field(default_factory=PredictionFiles)
+    # The family of score keys that `compare` breaks a lead down by ('class_f1' for 'class_f1/경제', ...).
+    breakdown: str | None = None
     # (records, aligned predictions, examples) -> entity-level micro precision, recall and F1 and the error types
     # a reviewer asks for (wrong boundary, wrong type, both, missed, spurious), with examples; tasks of spans.
     entity_errors: Callable[[Sequence, Sequence[dict], int], dict] | None = None
     # The official scorer over plain labels, numbers or tag sequences (baselines.metrics.scoring), which a Hugging
     # Face Trainer's compute_metrics (api.metric) calls; None: the task has no Trainer metric.
     trainer_score: Callable[..., dict[str, float]] | None = None
+
+
+@dataclass(frozen=True)
+class Links:
+    """What a task gives other tasks and takes from them."""
+
+    requires: tuple[Requirement, ...] = ()  # what other tasks' training files give that its models can take
+    # records -> (name, entity type) of every typed entity mention they carry (RE's subjects and objects), for
+    # another task's gazetteer (Requirement provides="gazetteer"); None where records carry none.
+    mentions: Callable[[Sequence], list[tuple[str, str]]] | None = None
+
+
+# The flat names of TaskSpec up to 0.2, each now in a group: read through the group, with a DeprecationWarning,
+# until release 0.4.
+GROUP_OF = {
+    **dict.fromkeys(("load", "load_input", "from_hf", "as_records", "plain_inputs", "texts", "group",
+                     "distinct_copy"), "reading"),
+    **dict.fromkeys(("load_resources", "check_resource_labels"), "resources"),
+    **dict.fromkeys(("models", "default_model", "targets", "predict", "model_for_pos", "saved_types"), "modelling"),
+    **dict.fromkeys(("score", "headline", "tally", "compare", "prediction_example", "prediction_files",
+                     "breakdown", "entity_errors", "trainer_score"), "scoring"),
+    **dict.fromkeys(("requires", "mentions"), "links"),
+}
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One KLUE task as the triple (data format, model, metric), seen by the runner and the CLI: its code, title
+    and files, then what it knows in groups: how its files are read (``reading``), its auxiliary files
+    (``resources``), its models (``modelling``), how it is scored (``scoring``), what it gives and takes from other
+    tasks (``links``), how it is shown (``presentation``) and what the benchmarks ask of it (``benchmarks``). The
+    flat names of 0.2 (``spec.load``, ``spec.headline``, ...) still read the groups, with a DeprecationWarning,
+    until 0.4."""
+
+    code: str
+    title: str
+    folder: str
+    train_file: str | None
+    dev_file: str
+    reading: Reading
+    modelling: Modelling
+    scoring: Scoring
+    resources: Resources = field(default_factory=Resources)
+    links: Links = field(default_factory=Links)
+    # How the task is shown to a person: its drawing of a prediction and its demo-page form (a Presentation).
+    presentation: Presentation = field(default_factory=Presentation)
     # What the benchmarks and `doctor` ask of the task (a Benchmarks); None: none of them runs it.
     benchmarks: Benchmarks | None = None
 
+    def __getattr__(self, name: str) -> Any:
+        group = GROUP_OF.get(name)
+        if group is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        warnings.warn(f"TaskSpec.{name} is now TaskSpec.{group}.{name}; the flat name goes in release 0.4",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(object.__getattribute__(self, group), name)
+
+    # Files as the data layer knows them (cards.TaskFiles).
+    @property
+    def extra_files(self) -> tuple[str, ...]:
+        return self.resources.extra_files
+
+    @property
+    def optional_extras(self) -> tuple[str, ...]:
+        return self.resources.optional_extras
+
     def __post_init__(self) -> None:
-        # One place makes every task read Hugging Face exports: load and load_input try them first (the
-        # frozen dataclass is set up here, before anyone holds it).
-        if self.from_hf is not None:
-            object.__setattr__(self, "load", hf.readable(self.code, self.load, self.from_hf))
-            if self.load_input is not None:
-                object.__setattr__(self, "load_input", hf.readable(self.code, self.load_input, self.from_hf,
-                                                                   raw_jsonl=True))
-        # A file of another task's format is named as such, not only as malformed.
-        object.__setattr__(self, "load", formats.naming_other_task(self.code, self.load))
-        if self.load_input is not None:
-            object.__setattr__(self, "load_input", formats.naming_other_task(self.code, self.load_input))
+        # The frozen dataclass is set up here, before anyone holds it: its groups' readers and predict wrapped.
+        reading, load_input = self.reading, self.reading.load_input
+        load = reading.load
+        # One place makes every task read Hugging Face exports: load and load_input try them first.
+        if reading.from_hf is not None:
+            load = hf.readable(self.code, load, reading.from_hf)
+            if load_input is not None:
+                load_input = hf.readable(self.code, load_input, reading.from_hf, raw_jsonl=True)
+        # A file of another task's format is named as such, not only as malformed; a text too long to analyse is
+        # named with its file and record when the file is read, not later.
+        load = self._with_bounded_texts(formats.naming_other_task(self.code, load))
+        if load_input is not None:
+            load_input = self._with_bounded_texts(formats.naming_other_task(self.code, load_input))
+        object.__setattr__(self, "reading", replace(reading, load=load, load_input=load_input))
         # An input with nothing to read gets a prediction all the same (the model's answer for no words), and a
         # warning that names it.
-        object.__setattr__(self, "predict", self._warning_of_empty_texts(self.predict))
-        # A text too long to analyse is named with its file and record when the file is read, not later.
-        object.__setattr__(self, "load", self._with_bounded_texts(self.load))
-        if self.load_input is not None:
-            object.__setattr__(self, "load_input", self._with_bounded_texts(self.load_input))
+        object.__setattr__(self, "modelling", replace(self.modelling,
+                                                      predict=self._warning_of_empty_texts(self.modelling.predict)))
 
     def _warning_of_empty_texts(self, predict: Callable[[Any, Sequence], list[dict]]
                                 ) -> Callable[[Any, Sequence], list[dict]]:
@@ -258,7 +331,7 @@ class TaskSpec:
         @functools.wraps(predict)
         def predicting(model: Any, records: Sequence) -> list[dict]:
             empty = [getattr(record, "guid", None) or f"input {position}" for position, record in enumerate(records, 1)
-                     if any(not nfc(text).strip() for text in self.texts([record]))]
+                     if any(not nfc(text).strip() for text in self.reading.texts([record]))]
             if empty:
                 named = ", ".join(map(str, empty[:5])) + (", ..." if len(empty) > 5 else "")
                 several = len(empty) > 1
@@ -276,7 +349,7 @@ class TaskSpec:
         def read(path: Path) -> list:
             records = reader(path)
             for position, record in enumerate(records, start=1):
-                for text in self.texts([record]):
+                for text in self.reading.texts([record]):
                     problem = too_long(text)
                     if problem:
                         raise DataError(path, getattr(record, "guid", None) or f"record {position}", problem)
@@ -291,7 +364,7 @@ _SOURCE_SUFFIX = re.compile(r"^(klue-(?:ner|dp)-v1(?:\.1)?_[a-z]+_\d+)[-_][A-Za-
 
 
 def copy_marker(copy: int) -> str:
-    """The word that makes copy `copy` of a record distinct (TaskSpec.distinct_copy): never a feature value seen
+    """The word that makes copy `copy` of a record distinct (TaskSpec.reading.distinct_copy): never a feature value seen
     elsewhere, so no analysis cache, memo or de-duplication can skip the copy."""
     return f"사례{copy}"
 

@@ -49,6 +49,6 @@ def quick_fit():
     def fit(code: str, name: str):
         if (code, name) not in fitted:
             records = sample_records(code, "train")
-            fitted[code, name] = quick_model(code, name).fit(records, get_task(code).targets(records))
+            fitted[code, name] = quick_model(code, name).fit(records, get_task(code).modelling.targets(records))
         return fitted[code, name]
     return fit

@@ -48,7 +48,7 @@ def sample_file(task: str, split: str = "dev") -> Path:
 
 def sample_records(task: str, split: str = "dev") -> list:
     """The records of a sample file, as the task reads them."""
-    return get_task(task).load(sample_file(task, split))
+    return get_task(task).reading.load(sample_file(task, split))
 
 
 def json_records(task: str, split: str = "dev") -> list:
@@ -81,7 +81,7 @@ def refused(*args: str) -> str:
 
 # Every model of every task, and settings that keep their fits on the sample quick where the behaviour under test
 # does not depend on them (test_sklearn_interop, test_normalization).
-MODELS = [(task.code, name) for task in all_tasks() for name in task.models]
+MODELS = [(task.code, name) for task in all_tasks() for name in task.modelling.models]
 QUICK = {("ner", "crf"): {"max_iterations": 20, "neighbours": 0}, ("dp", "mst"): {"epochs": 2},
          ("dp", "mst-kiwi"): {"epochs": 2}, ("mrc", "span-ranker"): {"neighbours": 0, "max_iter": 50},
          ("sts", "features-gbr"): {"max_iter": 50, "svd_components": 20}, ("wos", "rules-lr"): {"none_threshold": 0.7}}
@@ -90,12 +90,13 @@ QUICK = {("ner", "crf"): {"max_iterations": 20, "neighbours": 0}, ("dp", "mst"):
 def sample_resources(code: str) -> dict:
     """The task's resources from the sample (RE's relation list, WoS's ontology)."""
     spec = get_task(code)
-    return spec.load_resources({extra: sample_dir(spec.code) / spec.folder / extra for extra in spec.extra_files})
+    folder = sample_dir(spec.code) / spec.folder
+    return spec.resources.load_resources({extra: folder / extra for extra in spec.extra_files})
 
 
 def quick_model(code: str, name: str):
     """Model `name` of task `code`, unfitted, seed 0, with the QUICK settings."""
-    model = get_task(code).models[name].build(0, sample_resources(code))
+    model = get_task(code).modelling.models[name].build(0, sample_resources(code))
     return model.set_params(**QUICK.get((code, name), {}))
 
 
@@ -155,8 +156,8 @@ def assert_beats_the_floor(code: str, scores: dict, floor: dict, who: str, margi
 def scored(code: str, name: str, train: list, dev: list) -> dict:
     """The scores on `dev` of model `name` of task `code` (seed 0, the sample's resources) fitted on `train`."""
     task, resources = get_task(code), sample_resources(code)
-    model = task.models[name].build(0, resources).fit(train, task.targets(train))
-    return task.score(dev, task.predict(model, dev), resources)
+    model = task.modelling.models[name].build(0, resources).fit(train, task.modelling.targets(train))
+    return task.scoring.score(dev, task.modelling.predict(model, dev), resources)
 
 
 @functools.lru_cache(maxsize=None)

@@ -29,7 +29,7 @@ DEV_RECORDS = 20
 
 def dev_records(code: str) -> list:
     """The records the saved predictions are of: the first of the sample's dev file."""
-    return get_task(code).load(api.data_file(code, "dev"))[:DEV_RECORDS]
+    return get_task(code).reading.load(api.data_file(code, "dev"))[:DEV_RECORDS]
 
 
 def write(target: Path) -> list[Path]:
@@ -39,11 +39,11 @@ def write(target: Path) -> list[Path]:
     for code in TASK_CODES:
         spec, (name, count) = get_task(code), SAVED[code]
         train = api.data_file(code, "train")
-        records = spec.load(train)[:count]
-        model = api.make_model(code, name).fit(records, spec.targets(records))
+        records = spec.reading.load(train)[:count]
+        model = api.make_model(code, name).fit(records, spec.modelling.targets(records))
         path = target / f"{code}.model"
         persistence.save_model(path, model, code, name, [train], provenance.versions())
-        predictions = spec.predict(model, dev_records(code))
+        predictions = spec.modelling.predict(model, dev_records(code))
         text = json.dumps(predictions, ensure_ascii=False, indent=0) + "\n"
         (target / f"{code}.predictions.json").write_text(text, encoding="utf-8")
         written += [path, target / f"{code}.predictions.json"]

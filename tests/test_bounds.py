@@ -73,8 +73,9 @@ def test_joined_trees_link_each_piece_root_to_the_next():
 @pytest.fixture(scope="module")
 def quick_parser():
     spec = get_task("dp")
-    records = spec.load(sample_file("dp", "train"))
-    return spec.models["mst"].build().set_params(epochs=1, perceptrons=1).fit(records, spec.targets(records))
+    records = spec.reading.load(sample_file("dp", "train"))
+    model = spec.modelling.models["mst"].build().set_params(epochs=1, perceptrons=1)
+    return model.fit(records, spec.modelling.targets(records))
 
 
 def is_tree(heads: list[int]) -> bool:
@@ -100,7 +101,7 @@ def test_a_long_dp_sentence_is_parsed_in_pieces_of_bounded_size(quick_parser, mo
         return decode(weights, sentence, *args, **kwargs)
 
     monkeypatch.setattr(dp_parser.MstParser, "_decode", staticmethod(recording))
-    words = " ".join(record.text for record in get_task("dp").load(sample_file("dp"))).split()
+    words = " ".join(record.text for record in get_task("dp").reading.load(sample_file("dp"))).split()
     text = " ".join(words[index % len(words)] for index in range(2 * MAX_TREE_EOJEOLS + 37))
     row = api.predict("dp", quick_parser, [text])[0]
     heads, relations = row["heads"], row["deprels"]
@@ -116,7 +117,7 @@ def test_a_long_dp_sentence_is_parsed_in_pieces_of_bounded_size(quick_parser, mo
 
 def test_a_training_sentence_beyond_the_bound_trains_the_labeller_not_the_arcs():
     spec = get_task("dp")
-    records = spec.load(sample_file("dp", "train"))
+    records = spec.reading.load(sample_file("dp", "train"))
     long_record = records[0].__class__(guid="very-long", text=" ".join(w.form for r in records[:20] for w in r.words),
                                        words=[])
     words = []
@@ -131,12 +132,12 @@ def test_a_training_sentence_beyond_the_bound_trains_the_labeller_not_the_arcs()
                                             words[root].deprel)
     long_record.words = words
     assert len(words) > MAX_TREE_EOJEOLS
-    model = spec.models["mst"].build().set_params(epochs=1, perceptrons=1)
+    model = spec.modelling.models["mst"].build().set_params(epochs=1, perceptrons=1)
     with pytest.warns(InputWarning, match=rf"1 training sentences have more than {MAX_TREE_EOJEOLS} eojeols.*very-long"):
-        model.fit(records + [long_record], spec.targets(records + [long_record]))
+        model.fit(records + [long_record], spec.modelling.targets(records + [long_record]))
     assert is_tree(model.predict([long_record])[0][0])
     with pytest.raises(TrainingDataError, match=f"every training sentence has more than {MAX_TREE_EOJEOLS} eojeols"):
-        spec.models["mst"].build().fit([long_record], spec.targets([long_record]))
+        spec.modelling.models["mst"].build().fit([long_record], spec.modelling.targets([long_record]))
 
 
 # 3. Texts too long to analyse.
@@ -187,7 +188,7 @@ def test_the_normaliser_removes_invisible_characters_and_keeps_the_map_to_the_or
 
 def test_titles_with_invisible_characters_get_the_clean_titles_predictions():
     model = api.fit("ynat", sample_file("ynat", "train"), "tfidf-lr", **QUIET)
-    titles = [record.title for record in get_task("ynat").load(sample_file("ynat"))[:20]]
+    titles = [record.title for record in get_task("ynat").reading.load(sample_file("ynat"))[:20]]
     marked = [title[:3] + INVISIBLE[index % 5] + title[3:] + INVISIBLE[(index + 1) % 5] for index, title in
               enumerate(titles)]
     np.testing.assert_array_equal(model.predict_proba(marked), model.predict_proba(titles))
@@ -195,10 +196,10 @@ def test_titles_with_invisible_characters_get_the_clean_titles_predictions():
 
 def test_ner_entities_with_invisible_characters_point_into_the_users_string():
     spec = get_task("ner")
-    records = spec.load(sample_file("ner", "train"))
-    model = spec.models["crf"].build().set_params(max_iterations=30, neighbours=0).fit(records,
-                                                                                       spec.targets(records))
-    clean = [record.text for record in spec.load(sample_file("ner"))[:30]]
+    records = spec.reading.load(sample_file("ner", "train"))
+    model = spec.modelling.models["crf"].build().set_params(max_iterations=30, neighbours=0).fit(records,
+                                                                                       spec.modelling.targets(records))
+    clean = [record.text for record in spec.reading.load(sample_file("ner"))[:30]]
     marked = [text.replace(" ", "\u200b ", 2) for text in clean]
     for original, text, row_clean, row_marked in zip(clean, marked, api.predict("ner", model, clean),
                                                       api.predict("ner", model, marked)):
@@ -211,7 +212,7 @@ def test_ner_entities_with_invisible_characters_point_into_the_users_string():
 
 def empty_inputs(task: str) -> list:
     spec = get_task(task)
-    plain = spec.plain_inputs(spec.load(sample_file(task))[:1])[0]
+    plain = spec.reading.plain_inputs(spec.reading.load(sample_file(task))[:1])[0]
     if task in ("ynat", "ner"):
         return ["", " \u200b\t"]
     if task in ("sts", "nli"):
@@ -316,13 +317,13 @@ def test_the_analyser_bound_is_the_one_the_loaders_check():
 def test_the_long_input_bench_grows_each_tasks_input_to_the_size_asked(task):
     from baselines.bench import long_inputs
     spec = get_task(task)
-    plain = spec.plain_inputs(spec.load(sample_file(task))[:1])[0]
+    plain = spec.reading.plain_inputs(spec.reading.load(sample_file(task))[:1])[0]
     for size in (500, 5_000):
-        record, = spec.as_records([spec.benchmarks.grow(plain, size)])
+        record, = spec.reading.as_records([spec.benchmarks.grow(plain, size)])
         if spec.benchmarks.size_unit == "eojeols":
             assert len(record.words) == size
         else:
-            assert size * 0.9 <= max(map(len, spec.texts([record]))) <= size
+            assert size * 0.9 <= max(map(len, spec.reading.texts([record]))) <= size
     model = api.fit(task, sample_file(task, "train"), "trivial", **QUIET)
     points = long_inputs.measure(task, model, plain, (200, 400), lambda message: None)
     assert [point["size"] for point in points] == [200, 400] and all(point["seconds"] >= 0 for point in points)
@@ -333,10 +334,10 @@ def test_a_models_own_process_count_is_bounded_by_the_cores():
     cores, with a warning, and the predictions are those of the default."""
     cores = joblib.cpu_count()
     spec = get_task("nli")
-    records = spec.load(sample_file("nli", "train"))
-    many = spec.models["tfidf-lr"].build().set_params(n_jobs=64)
+    records = spec.reading.load(sample_file("nli", "train"))
+    many = spec.modelling.models["tfidf-lr"].build().set_params(n_jobs=64)
     with pytest.warns(UserWarning, match=f"64 jobs at once is more than the {cores} cores"):
-        many.fit(records, spec.targets(records))
-    default = spec.models["tfidf-lr"].build().fit(records, spec.targets(records))
-    dev = spec.load(sample_file("nli"))
+        many.fit(records, spec.modelling.targets(records))
+    default = spec.modelling.models["tfidf-lr"].build().fit(records, spec.modelling.targets(records))
+    dev = spec.reading.load(sample_file("nli"))
     np.testing.assert_array_equal(many.predict_proba(dev), default.predict_proba(dev))

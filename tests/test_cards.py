@@ -36,19 +36,22 @@ def test_a_card_is_complete_and_agrees_with_its_task(code):
     assert (card.train_file, card.dev_file, card.extra_files, card.optional_extras) == (
         spec.train_file, spec.dev_file, tuple(spec.extra_files), tuple(spec.optional_extras))
     assert (card.listing.models, card.listing.default_model, card.listing.headline, card.listing.pos_models,
-            card.listing.prediction_writers) == (tuple(spec.models), spec.default_model, tuple(spec.headline),
-                                                 dict(spec.model_for_pos), tuple(spec.prediction_files.writers))
+            card.listing.prediction_writers) == (
+        tuple(spec.modelling.models), spec.modelling.default_model, tuple(spec.scoring.headline),
+        dict(spec.modelling.model_for_pos), tuple(spec.scoring.prediction_files.writers))
     for entry in card.official_files:
         assert len(entry.sha256) == 64 and entry.size > 0 and entry.url.endswith(f"/{card.folder}/{entry.name}")
     for derived in card.derived_files:
         assert derived.official_name in names and derived.sha256 not in {e.sha256 for e in card.official_files}
     for published in card.published:  # published scores name headline metrics, on a stated split, with a source
-        assert set(published.scores) <= set(spec.headline) and published.split in ("dev", "test") and published.source
+        assert set(published.scores) <= set(spec.scoring.headline)
+        assert published.split in ("dev", "test") and published.source
     schema = card.huggingface
     assert schema["config"] and schema["fields"] and all(schema["predictions"].values())
     assert set(schema["class_scores"].values()) <= set(schema["labels"])
     assert set(schema["split_sizes"]) <= {"train", "dev"} and all(size > 0 for size in schema["split_sizes"].values())
-    assert spec.presentation.page_form in PAGE_FORMS and callable(spec.presentation.drawer)  # the page has its form, and a drawing
+    # the page has its form, and a drawing
+    assert spec.presentation.page_form in PAGE_FORMS and callable(spec.presentation.drawer)
     notice = (sample_dir(code) / "NOTICE.md").read_text(encoding="utf-8")  # the sample carries its attribution
     assert "CC BY-SA 4.0" in notice and "arXiv:2105.09680" in notice and spec.title in notice
     assert sample_file(code).parent == sample_dir(code) / card.folder
@@ -82,3 +85,16 @@ def test_a_card_that_tells_other_than_its_task_stops_the_task_from_loading(monke
     refusal = r"^baselines\.tasks\.nli: its card's listing\.default_model is 'fast', its TASK's 'tfidf-lr'$"
     with pytest.raises(cards.CardError, match=refusal):
         registry.get_task("nli")
+
+
+def test_a_flat_name_of_0_2_reads_its_group_with_a_warning_until_0_4():
+    from baselines.taskspec import GROUP_OF
+    spec = get_task("nli")
+    with pytest.warns(DeprecationWarning, match=r"^TaskSpec\.headline is now TaskSpec\.scoring\.headline; the flat "
+                                                r"name goes in release 0\.4$"):
+        assert spec.headline == ("accuracy",)
+    for name, group in GROUP_OF.items():
+        with pytest.warns(DeprecationWarning, match=rf"^TaskSpec\.{name} is now TaskSpec\.{group}\.{name};"):
+            assert getattr(spec, name) is getattr(getattr(spec, group), name)
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_field'"):
+        spec.no_such_field  # noqa: B018

@@ -40,7 +40,7 @@ def test_cross_fitting_groups_mrc_by_passage(tmp_path):
     from baselines.runner.evaluate import cross_fit_folds
 
     spec = get_task("mrc")
-    records = spec.load(sample_file("mrc", "train"))
+    records = spec.reading.load(sample_file("mrc", "train"))
     folds = cross_fit_folds(spec, records, 5, seed=0)
     assert sorted(i for fold in folds for i in fold) == list(range(len(records)))
     passages = [{records[i].context for i in fold} for fold in folds]
@@ -57,7 +57,7 @@ def test_run_writes_the_out_of_fold_predictions_that_it_scored(tmp_path):
     recorded = json.loads((tmp_path / "results" / "mrc.json").read_text(encoding="utf-8"))["runs"]["span-ranker"]
     predictions = tmp_path / "predictions" / "mrc-span-ranker.jsonl"
     rows = [json.loads(line) for line in predictions.read_text(encoding="utf-8").splitlines()]
-    assert [row["guid"] for row in rows] == [record.guid for record in get_task("mrc").load(dev)]
+    assert [row["guid"] for row in rows] == [record.guid for record in get_task("mrc").reading.load(dev)]
     assert all("best_span" in row for row in rows)
     scored = json.loads(invoke("score", "mrc", "--gold", str(dev), "--predictions", str(predictions),
                                "--json").output)["metrics"]
@@ -115,7 +115,7 @@ def test_score_accepts_its_own_predictions(task, tmp_path):
     invoke("predict", task, "--input", str(gold), "--output", str(predictions))
     scored = json.loads(invoke("score", task, "--gold", str(gold), "--predictions", str(predictions),
                                "--json").output)
-    for metric in get_task(task).headline:
+    for metric in get_task(task).scoring.headline:
         assert metric in scored["metrics"] or (task == "re" and metric == "auprc")
 
 
@@ -126,13 +126,13 @@ def _score(task: str, rows: list[dict], tmp_path: Path, expect: int = 0):
 
 
 def test_score_perfect_nli_predictions(tmp_path):
-    records = get_task("nli").load(sample_file("nli"))
+    records = get_task("nli").reading.load(sample_file("nli"))
     result = _score("nli", [{"guid": r.guid, "label": r.label} for r in records], tmp_path)
     assert "accuracy" in result.output and "100.00" in result.output
 
 
 def test_score_reports_missing_and_unknown_ids(tmp_path):
-    records = get_task("nli").load(sample_file("nli"))
+    records = get_task("nli").reading.load(sample_file("nli"))
     rows = [{"guid": r.guid, "label": "neutral"} for r in records[2:]] + [{"guid": "nope", "label": "neutral"}]
     result = _score("nli", rows, tmp_path, expect=1)
     assert "2 gold items have no prediction" in result.output and records[0].guid in result.output
@@ -140,21 +140,21 @@ def test_score_reports_missing_and_unknown_ids(tmp_path):
 
 
 def test_score_reports_labels_outside_the_label_set(tmp_path):
-    records = get_task("ynat").load(sample_file("ynat"))
+    records = get_task("ynat").reading.load(sample_file("ynat"))
     rows = [{"guid": r.guid, "label": "날씨" if i < 3 else r.label} for i, r in enumerate(records)]
     result = _score("ynat", rows, tmp_path, expect=1)
     assert "3 predictions have a 'label' outside the label set" in result.output
 
 
 def test_score_re_without_probabilities_gives_micro_f1(tmp_path):
-    records = get_task("re").load(sample_file("re"))
+    records = get_task("re").reading.load(sample_file("re"))
     result = _score("re", [{"guid": r.guid, "label": r.label} for r in records], tmp_path)
     assert "micro_f1" in result.output and "auprc" not in result.output
     assert "Warning: re: AUPRC needs 'probs' (label -> probability) in every prediction" in result.output
 
 
 def test_score_mrc_accepts_a_plain_answer_object(tmp_path):
-    records = get_task("mrc").load(sample_file("mrc"))
+    records = get_task("mrc").reading.load(sample_file("mrc"))
     answers = {r.guid: (r.answers[0].text if r.answers and not r.is_impossible else "") for r in records}
     predictions = tmp_path / "pred.json"
     predictions.write_text(json.dumps(answers, ensure_ascii=False), encoding="utf-8")
@@ -163,7 +163,7 @@ def test_score_mrc_accepts_a_plain_answer_object(tmp_path):
 
 
 def test_score_mrc_names_a_belief_that_is_not_a_number(tmp_path):
-    records = get_task("mrc").load(sample_file("mrc"))
+    records = get_task("mrc").reading.load(sample_file("mrc"))
     rows = [{"guid": r.guid, "answer": "", "best_span": "", "belief": 0.5} for r in records]
     rows[1]["belief"] = "high"
     result = _score("mrc", rows, tmp_path, expect=1)
@@ -171,14 +171,14 @@ def test_score_mrc_names_a_belief_that_is_not_a_number(tmp_path):
 
 
 def test_score_wos_rejects_slots_outside_the_ontology(tmp_path):
-    records = get_task("wos").load(sample_file("wos"))
+    records = get_task("wos").reading.load(sample_file("wos"))
     rows = [{"guid": r.guid, "states": [["우주-행성-화성"] for _ in r.user_turns]} for r in records]
     result = _score("wos", rows, tmp_path, expect=1)
     assert "outside the ontology" in result.output
 
 
 def test_score_dp_needs_one_head_per_eojeol(tmp_path):
-    records = get_task("dp").load(sample_file("dp"))
+    records = get_task("dp").reading.load(sample_file("dp"))
     rows = [{"guid": r.guid, "heads": [0], "deprels": ["VP"]} for r in records]
     result = _score("dp", rows, tmp_path, expect=1)
     assert "needs 'heads' and 'deprels'" in result.output
@@ -216,7 +216,7 @@ def test_training_subsets_keep_whole_passages_and_grow_by_inclusion():
     from baselines.runner.evaluate import training_subset
 
     spec = get_task("mrc")
-    records = spec.load(sample_file("mrc", "train"))
+    records = spec.reading.load(sample_file("mrc", "train"))
     subsets = [training_subset(spec, records, fraction, seed=3) for fraction in (0.25, 0.5, 1.0)]
     assert subsets[2] == records
     assert 0 < len(subsets[0]) < len(subsets[1]) < len(records)

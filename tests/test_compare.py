@@ -80,7 +80,7 @@ def test_every_kind_of_unit_scores_on_resamples(task):
     dev = api.data_file(task, "dev")
     floor = api.predict(task, api.fit(task, api.data_file(task, "train"), "trivial"), dev)
     compared = api.compare(task, dev, floor, floor, resamples=20)
-    assert [row["metric"] for row in compared["metrics"]] == list(get_task(task).headline)
+    assert [row["metric"] for row in compared["metrics"]] == list(get_task(task).scoring.headline)
     for row in compared["metrics"]:
         assert row["difference"] in (0.0, None)
         assert row["p_value"] in (1.0, None)

@@ -42,7 +42,7 @@ def test_the_readme_is_a_front_page_that_leads_to_the_docs():
 
 @pytest.mark.parametrize("task", TASK_CODES)
 def test_prediction_format_of_every_task_is_documented(task):
-    assert get_task(task).prediction_example in DOCS["guide/predictions.md"]
+    assert get_task(task).scoring.prediction_example in DOCS["guide/predictions.md"]
 
 
 def test_ci_runs_the_readme_commands():

@@ -305,7 +305,7 @@ def test_predict_dp_raw_text_as_official_tsv_and_score_it(tmp_path):
     result = runner.invoke(main, ["-q", "predict", "dp", "--pos", "kiwi", "--input", str(raw), "--output",
                                   str(output), "--format", "tsv"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    parsed = get_task("dp").load(output)
+    parsed = get_task("dp").reading.load(output)
     assert [w.form for w in parsed[0].words] == ["학생이", "책을", "도서관에서", "봤다."]
     assert sum(w.head == 0 for w in parsed[0].words) == 1
 

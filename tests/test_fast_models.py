@@ -13,7 +13,7 @@ from helpers import sample_records
 def test_every_task_has_a_fast_model_and_keeps_its_most_accurate_as_the_default():
     for code in TASK_CODES:
         task = get_task(code)
-        assert "fast" in task.models and task.default_model != "fast", code
+        assert "fast" in task.modelling.models and task.modelling.default_model != "fast", code
 
 
 @pytest.mark.parametrize("code", ["ynat", "sts", "nli", "re"])
@@ -24,11 +24,11 @@ def test_the_fast_models_without_kiwi_never_call_it(code, monkeypatch):
     monkeypatch.setattr(MorphemeAnalyzer, "analyze", refuse)
     task = get_task(code)
     train, dev = sample_records(code, "train"), sample_records(code, "dev")
-    model = task.models["fast"].build(0, task.load_resources({}))
+    model = task.modelling.models["fast"].build(0, task.resources.load_resources({}))
     assert not model.uses_morpheme_analysis()
-    rows = task.predict(model.fit(train, task.targets(train)), dev)
-    scores = task.score(dev, rows, task.load_resources({}))
-    assert all(0 <= scores[metric] <= 100 for metric in task.headline if scores[metric] == scores[metric])
+    rows = task.modelling.predict(model.fit(train, task.modelling.targets(train)), dev)
+    scores = task.scoring.score(dev, rows, task.resources.load_resources({}))
+    assert all(0 <= scores[metric] <= 100 for metric in task.scoring.headline if scores[metric] == scores[metric])
 
 
 def test_nli_s_character_cross_features_say_what_the_hypothesis_adds_and_drops():

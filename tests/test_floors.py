@@ -22,7 +22,7 @@ def floors() -> dict:
 
 
 @pytest.mark.parametrize("code, name", [(code, name) for code in TASK_CODES
-                                         for name in (get_task(code).default_model, "fast")])
+                                         for name in (get_task(code).modelling.default_model, "fast")])
 def test_the_default_and_the_fast_model_beat_the_floor(floors, code, name):
     assert_beats_the_floor(code, scored(code, name, *train_and_dev(code)), floors[code], f"{code} {name}")
 
@@ -30,6 +30,6 @@ def test_the_default_and_the_fast_model_beat_the_floor(floors, code, name):
 def test_no_margin_sits_at_or_below_the_floor_and_every_headline_metric_is_held():
     for code in TASK_CODES:
         held = set(FLOOR_MARGINS[code]) | set(AT_LEAST.get(code, {}))
-        left_out = set(get_task(code).headline) - held
+        left_out = set(get_task(code).scoring.headline) - held
         assert left_out <= {"auprc", "uas_macro_f1", "las_macro_f1", "rouge_w"}, (code, left_out)
         assert all(margin > 0 for margin in FLOOR_MARGINS[code].values())

@@ -76,8 +76,8 @@ def comparable(code: str, records: list) -> tuple:
     """What must survive the trip through HF: inputs and gold (NER and DP guids differ by design). STS's
     scores to 9 decimals: Dataset.to_json writes floats with 10 significant digits, as pandas does."""
     spec = get_task(code)
-    targets = spec.targets(records)
-    return spec.plain_inputs(records), [round(t, 9) for t in targets] if code == "sts" else targets
+    targets = spec.modelling.targets(records)
+    return spec.reading.plain_inputs(records), [round(t, 9) for t in targets] if code == "sts" else targets
 
 
 @pytest.mark.parametrize("kind", FORMATS)
@@ -254,7 +254,7 @@ def test_dp_conllu_out_parses_and_reads_back(tmp_path):
     assert [token["deprel"] for token in first] == rows[0]["deprels"]
     assert api.score("dp", dev, output) == api.score("dp", dev, rows)  # CoNLL-U predictions
     gold_conllu = tmp_path / "gold.conllu"
-    api.task_spec("dp").prediction_files.writers["conllu"](gold_conllu, records, [
+    api.task_spec("dp").scoring.prediction_files.writers["conllu"](gold_conllu, records, [
         {"heads": [w.head for w in r.words], "deprels": [w.deprel for w in r.words]} for r in records])
     assert comparable("dp", api.load("dp", gold_conllu)) == comparable("dp", records)  # CoNLL-U gold and training
 

@@ -260,7 +260,7 @@ def test_a_byte_order_mark_is_read_past_in_tsv_conllu_and_jsonl(tmp_path, task):
     if task == "dp":
         conllu = tmp_path / "dp.conllu"
         records = api.load("dp", sample_file("dp"))
-        api.task_spec("dp").prediction_files.writers["conllu"](conllu, records, rows)
+        api.task_spec("dp").scoring.prediction_files.writers["conllu"](conllu, records, rows)
         conllu.write_bytes(b"\xef\xbb\xbf" + conllu.read_bytes())
         assert api.score("dp", sample_file("dp"), conllu) == api.score("dp", sample_file("dp"), rows)
 
@@ -269,7 +269,7 @@ def test_conllu_heads_take_ascii_digits_only_and_a_tree_has_one_root(tmp_path):
     records = api.load("dp", sample_file("dp"))
     gold = [{"heads": [w.head for w in r.words], "deprels": [w.deprel for w in r.words]} for r in records]
     conllu = tmp_path / "gold.conllu"
-    api.task_spec("dp").prediction_files.writers["conllu"](conllu, records, gold)
+    api.task_spec("dp").scoring.prediction_files.writers["conllu"](conllu, records, gold)
     lines = conllu.read_text(encoding="utf-8").split("\n")
     first_token = next(number for number, line in enumerate(lines) if line and not line.startswith("#"))
     columns = lines[first_token].split("\t")
@@ -281,7 +281,8 @@ def test_conllu_heads_take_ascii_digits_only_and_a_tree_has_one_root(tmp_path):
     root = two_roots[0].index(0)
     other = 0 if root != 0 else 1
     heads = [0 if index == other else head for index, head in enumerate(two_roots[0])]
-    api.task_spec("dp").prediction_files.writers["conllu"](conllu, records, [{**gold[0], "heads": heads}] + gold[1:])
+    write_conllu = api.task_spec("dp").scoring.prediction_files.writers["conllu"]
+    write_conllu(conllu, records, [{**gold[0], "heads": heads}] + gold[1:])
     error = refused("run", "dp", "--model", "trivial", "--train", conllu, "--dev", sample_file("dp"))
     assert f"sent_id {records[0].guid}" in error and "are all attached to the root (HEAD 0): a tree has one" in error
 

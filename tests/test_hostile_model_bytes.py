@@ -30,9 +30,9 @@ FUZZ_MEMORY_MB = 128
 
 def fitted(task: str, model: str, records: int, **params):
     spec = get_task(task)
-    estimator = spec.models[model].build().set_params(**params)
-    rows = spec.load(api.data_file(task, "train"))[:records]
-    return estimator.fit(rows, spec.targets(rows))
+    estimator = spec.modelling.models[model].build().set_params(**params)
+    rows = spec.reading.load(api.data_file(task, "train"))[:records]
+    return estimator.fit(rows, spec.modelling.targets(rows))
 
 
 def saved(path: Path, model, task: str, name: str) -> Path:

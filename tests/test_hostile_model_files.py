@@ -134,7 +134,7 @@ def test_a_model_file_must_hold_the_fitted_estimator_its_header_names(tmp_path):
               "baselines.tasks.ynat.MostFrequentTopic, which no nli model of this toolkit holds"),
              ("unknown-name", ynat, "ynat", "bert",
               "names model 'bert', which ynat does not have (fast, tfidf-lr, trivial)"),
-             ("unfitted", get_task("ynat").models["trivial"].build(), "ynat", "trivial", "never fitted")]
+             ("unfitted", get_task("ynat").modelling.models["trivial"].build(), "ynat", "trivial", "never fitted")]
     for name, model, task, model_name, expected in cases:
         path = tmp_path / f"{name}.model"
         persistence.save_model(path, model, task, model_name, [train], provenance.versions())
@@ -277,9 +277,9 @@ def test_a_skops_file_cannot_make_a_file_resource_that_deletes_a_file(tmp_path):
 def test_the_ner_crf_travels_as_its_weights_not_as_sklearn_crfsuite_objects(tmp_path):
     pytest.importorskip("skops.io", reason="the secure extra (skops) is not installed")
     from sklearn.frozen import FrozenEstimator
-    ner = get_task("ner").models["crf"].build().set_params(max_iterations=5, neighbours=0, type_folds=0)
-    records = get_task("ner").load(sample_file("ner", "train"))[:40]
-    ner.fit(records, get_task("ner").targets(records))
+    ner = get_task("ner").modelling.models["crf"].build().set_params(max_iterations=5, neighbours=0, type_folds=0)
+    records = get_task("ner").reading.load(sample_file("ner", "train"))[:40]
+    ner.fit(records, get_task("ner").modelling.targets(records))
     path = tmp_path / "ner.model"
     persistence.save_model(path, ner, "ner", "crf", [sample_file("ner", "train")], provenance.versions())
     header, payload = path.read_bytes().split(b"\n", 2)[1:]  # the header names the versions, crfsuite's among them
@@ -295,9 +295,9 @@ def test_the_ner_crf_travels_as_its_weights_not_as_sklearn_crfsuite_objects(tmp_
 
 def test_crf_weights_that_are_not_a_crfsuite_model_are_refused(tmp_path, monkeypatch):
     pytest.importorskip("skops.io", reason="the secure extra (skops) is not installed")
-    ner = get_task("ner").models["crf"].build().set_params(max_iterations=5, neighbours=0, type_folds=0)
-    records = get_task("ner").load(sample_file("ner", "train"))[:40]
-    ner.fit(records, get_task("ner").targets(records))
+    ner = get_task("ner").modelling.models["crf"].build().set_params(max_iterations=5, neighbours=0, type_folds=0)
+    records = get_task("ner").reading.load(sample_file("ner", "train"))[:40]
+    ner.fit(records, get_task("ner").modelling.targets(records))
     monkeypatch.setattr(ner_task, "crf_model", lambda crf: b"lCRF not a model")
     path = tmp_path / "ner.model"
     persistence.save_model(path, ner, "ner", "crf", [sample_file("ner", "train")], provenance.versions())
@@ -314,9 +314,9 @@ def test_boosted_trees_whose_indices_would_read_outside_them_are_refused(tmp_pat
     whose tree loops or points outside is refused, not run."""
     pytest.importorskip("skops.io", reason="the secure extra (skops) is not installed")
     spec = get_task("sts")
-    records = spec.load(sample_file("sts", "train"))
-    model = spec.models["features-gbr"].build().set_params(max_iter=5, svd_components=5)
-    model.fit(records, spec.targets(records))
+    records = spec.reading.load(sample_file("sts", "train"))
+    model = spec.modelling.models["features-gbr"].build().set_params(max_iter=5, svd_components=5)
+    model.fit(records, spec.modelling.targets(records))
     nodes = model.regressor_._predictors[0][0].nodes
     split = int(np.flatnonzero(nodes["is_leaf"] == 0)[-1])
     if damage == "loop":

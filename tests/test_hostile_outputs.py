@@ -142,7 +142,8 @@ def test_a_run_killed_after_a_results_file_leaves_no_stale_readme_after_the_next
     # model is still being fitted, and a SIGKILL then leaves it current. The run is held in NLI's fit (which
     # waits for a signal that never comes) until it is killed: the kill lands there, however fast the machine.
     held_in_nli = ("import signal, sys; from baselines.runner.registry import get_task; "
-                   "get_task('nli').models['tfidf-lr'].estimator.fit = lambda *args, **kwargs: signal.pause(); "
+                   "get_task('nli').modelling.models['tfidf-lr'].estimator.fit = "
+                   "lambda *args, **kwargs: signal.pause(); "
                    "from baselines.cli import main; main()")
     process = subprocess.Popen([sys.executable, "-c", held_in_nli, "-q", "run", "ynat", "nli", "--seed", "7",
                                 "--results-dir", str(results_dir)], cwd=tmp_path, stdout=subprocess.DEVNULL,

@@ -32,32 +32,33 @@ SHARED_FILES = [
 
 @pytest.mark.parametrize("task,relative,count", SHARED_FILES)
 def test_every_shared_file_loads_with_its_record_count(task, relative, count, shared_klue):
-    assert len(get_task(task).load(shared_klue / relative)) == count
+    assert len(get_task(task).reading.load(shared_klue / relative)) == count
 
 
 def test_resources_load(shared_klue):
-    relations = get_task("re").load_resources({"relation_list.json": shared_klue / "klue-re-v1.1/relation_list.json"})
+    relations = get_task("re").resources.load_resources(
+        {"relation_list.json": shared_klue / "klue-re-v1.1/relation_list.json"})
     assert len(relations["relations"]) == 30 and relations["relations"][0] == "no_relation"
-    ontology = get_task("wos").load_resources({"ontology.json": shared_klue / "wos-v1.1/ontology.json"})
+    ontology = get_task("wos").resources.load_resources({"ontology.json": shared_klue / "wos-v1.1/ontology.json"})
     assert len(ontology["ontology"]) == 45
 
 
 def test_mrc_counts_unanswerable_questions(shared_klue):
-    records = get_task("mrc").load(shared_klue / "klue-mrc-v1.1/klue-mrc-v1.1_dev.partial1350.json")
+    records = get_task("mrc").reading.load(shared_klue / "klue-mrc-v1.1/klue-mrc-v1.1_dev.partial1350.json")
     assert sum(r.is_impossible for r in records) == 420
 
 
 def test_ner_sentence_text_keeps_spaces_and_tags_align():
     from baselines.data.sources import sample_dir
 
-    records = get_task("ner").load(sample_dir("ner") / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv")
+    records = get_task("ner").reading.load(sample_dir("ner") / "klue-ner-v1.1" / "klue-ner-v1.1_dev.tsv")
     assert all(len(r.text) == len(r.tags) for r in records)
     assert any(" " in r.text for r in records)
 
 
 def expect_error(task: str, path: Path, *fragments: str) -> str:
     with pytest.raises(DataError) as caught:
-        get_task(task).load(path)
+        get_task(task).reading.load(path)
     message = str(caught.value)
     assert str(path) in message
     for fragment in fragments:

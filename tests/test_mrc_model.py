@@ -53,7 +53,7 @@ def test_ranker_learns_a_planted_pattern_and_survives_persistence(tmp_path):
     unanswerable = [text for r, (text, _start) in zip(test, predicted) if r.is_impossible]
     assert sum(text == "" for text in unanswerable) >= 0.8 * len(unanswerable)
     assert model.decision_.C_ in DECISION_C  # the decision's penalty, chosen on the training questions
-    rows = get_task("mrc").predict(model, test)
+    rows = get_task("mrc").modelling.predict(model, test)
     assert all(r.context[row["start"]:row["end"]] == row["answer"] for r, row in zip(test, rows))
     # A declined question still shows the span the reader would have given, and its belief in it.
     assert all(row["best_span"] and row["belief"] is not None for row in rows)
@@ -61,7 +61,7 @@ def test_ranker_learns_a_planted_pattern_and_survives_persistence(tmp_path):
     # The n-best list leads with the best span and lists each answer once.
     assert all(row["n_best"][0] == row["best_span"] and 1 < len(row["n_best"]) <= N_BEST for row in rows)
     assert all(len({normalize_mrc_answer(t) for t in row["n_best"]}) == len(row["n_best"]) for row in rows)
-    metrics = get_task("mrc").score(test, rows, {})
+    metrics = get_task("mrc").scoring.score(test, rows, {})
     assert metrics["best_span_exact_match/answerable"] >= 90
     assert metrics["answerable_auc"] >= 0.8
     assert metrics["told_exact_match"] >= metrics["exact_match"]

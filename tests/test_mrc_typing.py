@@ -115,7 +115,7 @@ def sample_tagger():
     """The NER task's default model fitted on the sample's NER training file, frozen, as the driver gives it."""
     from baselines.runner import build
 
-    requirement = get_task("mrc").requires[0]
+    requirement = get_task("mrc").links.requires[0]
     return build.fitted_requirement(requirement, sample_dir("ner") / "klue-ner-v1.1" / "klue-ner-v1.1_train.tsv", 0)
 
 
@@ -180,8 +180,8 @@ def test_passages_are_tagged_only_in_the_sentences_asked_for_and_each_sentence_o
     assert tagged == [second, first]  # the second sentence is not tagged again
     # The same entities as the NER task finds in each sentence alone, in passage offsets.
     alone = [(offset + entity["start"], offset + entity["end"], entity["type"])
-             for offset, row in zip((0, len(first) + 1), get_task("ner").predict(
-                 sample_tagger, get_task("ner").as_records([first, second])))
+             for offset, row in zip((0, len(first) + 1), get_task("ner").modelling.predict(
+                 sample_tagger, get_task("ner").reading.as_records([first, second])))
              for entity in row["entities"]]
     assert list(both) == sorted(alone)
 
@@ -194,7 +194,7 @@ def test_the_reader_diagnostics_are_broken_down_by_what_each_question_asks_for()
              "expected_type": "PS"},
             {"guid": "b", "answer": "", "best_span": "왔다", "belief": -0.5, "asks_for": "person", "expected_type": "PS"},
             {"guid": "c", "answer": "", "best_span": "어제", "belief": 0.1, "asks_for": "time", "expected_type": "DT"}]
-    metrics = get_task("mrc").score(records, rows, {})
+    metrics = get_task("mrc").scoring.score(records, rows, {})
     assert metrics["asks_for=person/questions"] == 2 and metrics["expected_type=DT/questions"] == 1
     assert metrics["asks_for=person/exact_match"] == 50.0 and metrics["asks_for=time/exact_match"] == 100.0
     assert metrics["expected_type=PS/best_span_exact_match/answerable"] == 50.0

@@ -121,7 +121,7 @@ def test_crf_learns_planted_entities_and_persists(tmp_path):
     model = CharacterCRF(max_iterations=50).fit(train, [r.tags for r in train])
     test = [NerSentence("t", "홍길동 씨는 어제 인천에 갔다.")]
     predicted = model.predict(test)[0]
-    assert get_task("ner").predict(model, test)[0]["entities"] == [
+    assert get_task("ner").modelling.predict(model, test)[0]["entities"] == [
         {"start": 0, "end": 3, "type": "PS", "text": "홍길동"}, {"start": 10, "end": 12, "type": "LC", "text": "인천"}]
     assert predicted[:3] == ["B-PS", "I-PS", "I-PS"]
     assert model.set_params(decoding="marginal").predict(test)[0] == predicted
@@ -171,10 +171,10 @@ def test_relation_classifier_learns_planted_trigger_and_probabilities(tmp_path):
     model = RelationClassifier(C=5.0).fit(train, [r.label for r in train])
     test = planted_relations(10, seed=3)
     assert list(model.predict(test)) == [r.label for r in test]
-    relations = get_task("re").load_resources({"relation_list.json": _relation_list(tmp_path)})["relations"]
-    rows = get_task("re").predict(model, test)
+    relations = get_task("re").resources.load_resources({"relation_list.json": _relation_list(tmp_path)})["relations"]
+    rows = get_task("re").modelling.predict(model, test)
     assert all(abs(sum(row["probs"].values()) - 1) < 1e-4 for row in rows)
-    scored = get_task("re").score(test, rows, {"relations": relations})
+    scored = get_task("re").scoring.score(test, rows, {"relations": relations})
     assert scored["micro_f1"] == 100.0 and "auprc" in scored
     train_file = tmp_path / "train.json"
     train_file.write_text("[]", encoding="utf-8")

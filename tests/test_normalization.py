@@ -46,8 +46,8 @@ def fitted_defaults(quick_fit):
 @pytest.mark.parametrize("code, name", [(code, name) for code, name in MODELS if name != "trivial"])
 def test_decomposed_hangul_gets_the_same_predictions(fitted_defaults, code, name):
     spec, path = get_task(code), sample_file(code, "dev")
-    records = spec.load(path)[:40]
-    composed = spec.plain_inputs(records)
+    records = spec.reading.load(path)[:40]
+    composed = spec.reading.plain_inputs(records)
     changed = [decomposed(code, item) for item in composed]
     assert changed != composed
     model = fitted_defaults[code, name]

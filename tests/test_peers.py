@@ -45,7 +45,7 @@ def test_the_plain_crf_sees_characters_their_neighbours_and_three_flags():
 
 def test_udpipe_reads_the_data_s_tags_as_upos():
     records = sample_records("dp", "dev")[:2]
-    text = peers.udpipe_conllu(records, get_task("dp").targets(records))
+    text = peers.udpipe_conllu(records, get_task("dp").modelling.targets(records))
     first = next(line.split("\t") for line in text.splitlines() if line and not line.startswith("#"))
     word = records[0].words[0]
     assert len(first) == 10 and first[3] == first[4] == word.pos and first[6] == str(word.head)
@@ -70,7 +70,7 @@ def run_peer(code: str, train: list, dev: list) -> tuple[list, dict, dict, dict]
     clock = peers.Clock()
     rows = run(task, train, dev, details["chosen"], 0, clock, resources)
     assert "fit" in clock.seconds and "predict" in clock.seconds and "selection" not in clock.seconds
-    return rows, task.score(dev, rows, resources), floor, details
+    return rows, task.scoring.score(dev, rows, resources), floor, details
 
 
 @pytest.mark.parametrize("code", ["ynat", "sts", "nli", "ner", "re", "dp"])
@@ -81,7 +81,7 @@ def test_each_peer_runs_on_the_sample_beats_the_floor_and_is_scored_by_our_score
     train, dev = sample_records(code, "train"), sample_records(code, "dev")
     rows, metrics, floor, details = run_peer(code, train, dev)
     assert [row["guid"] for row in rows] == [record.guid for record in dev]
-    assert all(0 <= metrics[metric] <= 100 for metric in task.headline)
+    assert all(0 <= metrics[metric] <= 100 for metric in task.scoring.headline)
     assert_beats_the_floor(code, metrics, floor, f"the {code} peer", PEER_MARGINS[code])
     if code in ("ynat", "nli", "re"):
         assert details["chosen"] in peers.FASTTEXT_GRID and len(details["selection"]) == len(peers.FASTTEXT_GRID)

@@ -129,7 +129,8 @@ def test_the_committed_results_figure_shows_the_committed_results():
     runs = result_files.all_runs(REPO / "results")
     assert shown == tables.chart_rows(runs)
     for row in shown:  # and each score is the default run's in its task's file
-        assert row["ours"] == runs[row["task"]][api.task_spec(row["task"]).default_model]["metrics"][row["metric"]]
+        default = api.task_spec(row["task"]).modelling.default_model
+        assert row["ours"] == runs[row["task"]][default]["metrics"][row["metric"]]
 
 
 def test_the_results_figure_is_redrawn_with_the_readme(tmp_path):
@@ -183,7 +184,7 @@ def test_the_results_tables_can_be_cited(tmp_path):
     tested = {(row[0], row[1]): row for row in tables.anchor_rows(runs)}
     assert tested["dp", "uas_micro_f1"][2] == "90.30" and tested["dp", "uas_macro_f1"][2:] == ["-", "-"]
     for (task, metric), row in rows.items():  # every recorded row shows n, its scores and their intervals
-        default, fast = runs[task][api.task_spec(task).default_model], runs[task].get("fast")
+        default, fast = runs[task][api.task_spec(task).modelling.default_model], runs[task].get("fast")
         assert row[2] == f"{default['dev_records']:,}" and row[4] != "-" and row[6] != "-", row
         assert row[5] == "-" if default["intervals"][metric] is None else row[5].startswith("["), row
         assert fast is None or row[7].startswith("[") or fast["intervals"][metric] is None, row

@@ -28,7 +28,7 @@ def predicted_values(task: str) -> list:
     """Predictions that are right on some records and wrong on others (every third one changed), so that a
     reading that shifts, drops or reorders a record changes the score."""
     records = sample_records(task)
-    golds = api.task_spec(task).targets(records)
+    golds = api.task_spec(task).modelling.targets(records)
     values = []
     for index, gold in enumerate(golds):
         if task == "sts":
@@ -86,7 +86,7 @@ def test_hf_predict_results_score_as_jsonl(tmp_path, task, as_ids):
     expected = jsonl_score(tmp_path, task)
     path = hf_predict_results(tmp_path / f"predict_results_{task}.txt", task, predicted_values(task), as_ids)
     assert api.score(task, sample_file(task), path, log=api.quiet) == expected
-    assert expected[api.task_spec(task).headline[0]] not in (None, 0.0, 100.0)
+    assert expected[api.task_spec(task).scoring.headline[0]] not in (None, 0.0, 100.0)
 
 
 @pytest.mark.parametrize("spaces", [False, True], ids=["no-space-tags", "every-character"])
@@ -199,7 +199,7 @@ def trainer_arrays(task: str) -> tuple[np.ndarray, np.ndarray]:
     """What a Trainer hands compute_metrics for the sample dev records: logits (NER: per position, padded and
     ignored with -100 as a data collator does) and label ids in the HF ClassLabel order."""
     records, values = sample_records(task), predicted_values(task)
-    golds = api.task_spec(task).targets(records)
+    golds = api.task_spec(task).modelling.targets(records)
     if task == "sts":
         return np.array(values).reshape(-1, 1), np.array(golds)
     if task == "ner":
@@ -268,7 +268,8 @@ def recorded_rows_with_predictions() -> list[tuple[str, str]]:
     rows = []
     for task in ("ynat", "sts", "nli", "ner", "re", "dp", "mrc", "wos"):
         runs = json.loads((REPO / "results" / f"{task}.json").read_text(encoding="utf-8"))["runs"]
-        rows.extend((task, name) for name in sorted(runs) if name in (api.task_spec(task).default_model, "fast"))
+        shown = (api.task_spec(task).modelling.default_model, "fast")
+        rows.extend((task, name) for name in sorted(runs) if name in shown)
     return rows
 
 

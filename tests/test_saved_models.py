@@ -51,9 +51,9 @@ def test_a_saved_model_loads_and_predicts_as_it_did_or_is_refused_in_one_line(pa
         assert f"klue-baselines train {code}" in message
         return
     model, loaded = persistence.load_model(path, code, current)
-    assert loaded["model"] in get_task(code).models
+    assert loaded["model"] in get_task(code).modelling.models
     saved = json.loads(path.with_name(f"{code}.predictions.json").read_text(encoding="utf-8"))
-    assert same(saved, get_task(code).predict(model, dev_records(code)))
+    assert same(saved, get_task(code).modelling.predict(model, dev_records(code)))
 
 
 def test_a_file_of_another_version_is_refused_naming_it_and_the_command(tmp_path):

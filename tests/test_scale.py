@@ -17,10 +17,10 @@ from helpers import invoke, shared_folder
 
 def sample_records(code: str) -> list:
     spec = get_task(code)
-    return spec.load(locate(spec).dev)
+    return spec.reading.load(locate(spec).dev)
 
 
-@pytest.mark.parametrize("code", [spec.code for spec in all_tasks() if spec.distinct_copy is not None])
+@pytest.mark.parametrize("code", [spec.code for spec in all_tasks() if spec.reading.distinct_copy is not None])
 def test_copies_are_distinct_and_stay_valid(code, monkeypatch):
     spec = get_task(code)
     pool = sample_records(code)
@@ -29,9 +29,9 @@ def test_copies_are_distinct_and_stay_valid(code, monkeypatch):
     assert len(records) == 3 * len(pool) + 1 and copies == 3
     assert len({record.guid for record in records}) == len(records)
     # No text of a copy is analysed anywhere else: not in the pool, not in another copy.
-    copied = spec.texts(records[len(pool):])
-    assert not set(copied) & set(spec.texts(pool))
-    assert len(set(copied)) == 2 * len(set(spec.texts(pool))) + len(set(spec.texts(records[-1:])))
+    copied = spec.reading.texts(records[len(pool):])
+    assert not set(copied) & set(spec.reading.texts(pool))
+    assert len(set(copied)) == 2 * len(set(spec.reading.texts(pool))) + len(set(spec.reading.texts(records[-1:])))
     originals = {record.guid: record for record in pool}
     for record in records[len(pool):]:
         if code == "ner":
@@ -51,7 +51,7 @@ def test_copies_are_distinct_and_stay_valid(code, monkeypatch):
     # A smaller share is the start of a larger one, and the same seed gives the same set.
     half, _copies = scale.training_set(spec, pool, 0.5, seed=0)
     assert [r.guid for r in half] == [r.guid for r in records[:len(half)]]
-    assert spec.targets(records) == spec.targets(scale.training_set(spec, pool, 1.0, seed=0)[0])
+    assert spec.modelling.targets(records) == spec.modelling.targets(scale.training_set(spec, pool, 1.0, seed=0)[0])
 
 
 def test_a_task_without_copies_needs_its_full_file(monkeypatch):

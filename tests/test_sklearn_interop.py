@@ -27,17 +27,17 @@ def sample(code: str, split: str):
 
 @pytest.mark.parametrize("code,name", MODELS)
 def test_hyper_parameters_are_keyword_only_and_the_seed_reaches_the_model(code, name):
-    estimator = get_task(code).models[name].estimator
+    estimator = get_task(code).modelling.models[name].estimator
     positional = [parameter.name for parameter in inspect.signature(estimator).parameters.values()
                   if parameter.kind is not inspect.Parameter.KEYWORD_ONLY]
     assert positional == [], f"{estimator.__name__} takes {positional} by position"
     if "random_state" in inspect.signature(estimator).parameters:
-        assert get_task(code).models[name].build(7, {}).random_state == 7  # the run's seed reaches the model
+        assert get_task(code).modelling.models[name].build(7, {}).random_state == 7  # the run's seed reaches the model
 
 
 @pytest.mark.parametrize("code,name", MODELS)
 def test_fit_and_predict_document_their_parameters_and_returns(code, name):
-    estimator = get_task(code).models[name].estimator
+    estimator = get_task(code).modelling.models[name].estimator
     for method in ("fit", "predict"):
         documented = inspect.getdoc(getattr(estimator, method)) or ""
         assert "Parameters\n----------\nX : " in documented and "Returns\n-------\n" in documented, \
@@ -91,13 +91,13 @@ def test_clone_parameters_and_estimator_type(code, name):
 def test_predict_before_fit_raises_not_fitted(code, name):
     spec, path = sample(code, "dev")
     with pytest.raises(NotFittedError):
-        quick_model(code, name).predict(spec.load(path)[:2])
+        quick_model(code, name).predict(spec.reading.load(path)[:2])
 
 
 @pytest.mark.parametrize("code, name", MODELS)
 def test_plain_inputs_predict_as_records_and_pickling_keeps_predictions(fitted, code, name):
     spec, path = sample(code, "dev")
-    records = spec.load(path)
+    records = spec.reading.load(path)
     model = fitted[code, name]
     on_plain = model.predict(plain_inputs(code, records, path))
     on_records = model.predict(as_plain_records(code, records))
@@ -109,10 +109,11 @@ def test_plain_inputs_predict_as_records_and_pickling_keeps_predictions(fitted, 
 @pytest.mark.parametrize("code, name", MODELS)
 def test_score_is_the_first_headline_metric_on_the_unit_scale(fitted, code, name):
     spec, path = sample(code, "dev")
-    records = spec.load(path)
+    records = spec.reading.load(path)
     model = fitted[code, name]
-    value = model.score(records, spec.targets(records))
-    official = spec.score(records, spec.predict(model, records), sample_resources(code))[spec.headline[0]]
+    value = model.score(records, spec.modelling.targets(records))
+    scored = spec.scoring.score(records, spec.modelling.predict(model, records), sample_resources(code))
+    official = scored[spec.scoring.headline[0]]
     if code == "re":  # micro F1 over the relations seen, which is the official one: no_relation is left out
         assert value == pytest.approx(official / 100)
     elif math.isnan(official):
@@ -128,9 +129,9 @@ GRIDS = {"ynat": {"C": [0.5, 2.0]}, "nli": {"C": [0.5, 2.0]}, "sts": {"learning_
 @pytest.mark.parametrize("code", sorted(GRIDS))
 def test_cross_val_score_and_grid_search(code):
     spec, path = sample(code, "train")
-    records = spec.load(path)
-    y = spec.targets(records)
-    name = spec.default_model
+    records = spec.reading.load(path)
+    y = spec.modelling.targets(records)
+    name = spec.modelling.default_model
     scores = cross_val_score(quick_model(code, name), records, y, cv=2)
     assert scores.shape == (2,) and np.all((scores >= -1) & (scores <= 1))
     search = GridSearchCV(quick_model(code, name), GRIDS[code], cv=2).fit(records, y)
@@ -170,38 +171,38 @@ def test_every_estimator_inside_a_fitted_model_has_a_fixed_seed(fitted, code, na
 @pytest.mark.parametrize("code,name", sorted(CLASSIFIERS))
 def test_label_predictions_read_the_labels_from_one_pass_of_probabilities(fitted, code, name, monkeypatch):
     spec, path = sample(code, "dev")
-    records, model = spec.load(path), fitted[code, name]
+    records, model = spec.reading.load(path), fitted[code, name]
     expected = [str(label) for label in model.predict(records)]
     calls = []
     original = type(model).predict_proba
     monkeypatch.setattr(type(model), "predict_proba", lambda self, X: calls.append(1) or original(self, X))
     monkeypatch.setattr(type(model), "predict", lambda self, X: pytest.fail("predict builds the features again"))
-    rows = spec.predict(model, records)
+    rows = spec.modelling.predict(model, records)
     assert [row["label"] for row in rows] == expected and len(calls) == 1
     assert all(max(row["probs"], key=row["probs"].get) == row["label"] for row in rows)
 
 
 def with_requirements(fitted) -> dict:
-    """Models that hold what another task's training file gives (TaskSpec.requires), as the driver sets it:
+    """Models that hold what another task's training file gives (TaskSpec.links.requires), as the driver sets it:
     NER's CRF with the RE sample's gazetteer, MRC's reader with the fitted NER CRF as its tagger, RE's
     classifier with the fitted DP parser."""
     from sklearn.frozen import FrozenEstimator
 
     from features.gazetteer import EntityGazetteer
     re_spec, re_path = sample("re", "train")
-    given = {("ner", "crf"): {"gazetteer": EntityGazetteer(re_spec.mentions(re_spec.load(re_path)))},
+    given = {("ner", "crf"): {"gazetteer": EntityGazetteer(re_spec.links.mentions(re_spec.reading.load(re_path)))},
              ("mrc", "span-ranker"): {"tagger": FrozenEstimator(fitted["ner", "crf"])},
              ("re", "features-lr"): {"parser": FrozenEstimator(fitted["dp", "mst"])}}
     models = {}
     for (code, name), params in given.items():
         spec, path = sample(code, "train")
-        records = spec.load(path)
-        models[code, name] = quick_model(code, name).set_params(**params).fit(records, spec.targets(records))
+        records = spec.reading.load(path)
+        models[code, name] = quick_model(code, name).set_params(**params).fit(records, spec.modelling.targets(records))
     return models
 
 
 def test_every_model_file_names_only_what_its_task_declares_and_loads_with_the_same_predictions(fitted, tmp_path):
-    """The skops allow-list (TaskSpec.saved_types) is exactly enough: every model, and the models that hold
+    """The skops allow-list (TaskSpec.modelling.saved_types) is exactly enough: every model, and the models that hold
     another task's, saves and loads back through it and predicts the sample's dev set as before."""
     pytest.importorskip("skops.io", reason="the secure extra (skops) is not installed")
     from baselines.runtime import provenance
@@ -214,5 +215,5 @@ def test_every_model_file_names_only_what_its_task_declares_and_loads_with_the_s
         save_model(path, model, code, name.split("+")[0], [train], provenance.versions())
         loaded, metadata = load_model(path, code, provenance.versions())
         assert metadata["payload_format"] == "skops"
-        records = spec.load(sample(code, "dev")[1])
+        records = spec.reading.load(sample(code, "dev")[1])
         assert repr(list(loaded.predict(records))) == repr(list(model.predict(records))), (code, name)

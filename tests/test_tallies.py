@@ -18,7 +18,7 @@ def noisy_predictions(task: str, records: list, seed: int) -> list[dict]:
     spec, rng = get_task(task), np.random.default_rng(seed)
     resources = api.resources(task)
     rows = []
-    for record, gold in zip(records, spec.targets(records)):
+    for record, gold in zip(records, spec.modelling.targets(records)):
         change = rng.random() < 1 / 3
         row = {"guid": record.guid}
         if task in ("ynat", "nli", "re"):
@@ -57,14 +57,14 @@ def test_a_tally_scores_each_resample_as_the_official_scorer_does(task):
     predictions = noisy_predictions(task, records, seed=1)
     units = resampling_units(spec, records)
     draws = next(draw_batches(len(units), 6, 6, seed=5))
-    tally = spec.tally(records, predictions, resources)
+    tally = spec.scoring.tally(records, predictions, resources)
     record_unit = np.empty(len(records), dtype=int)
     for number, members in enumerate(units):
         record_unit[members] = number
     weights = np.stack([np.bincount(draw, minlength=len(units)) for draw in draws])[:, record_unit]
     assert weights.max() > 1  # some records are drawn more than once
     tallied = tally.resampled(weights)
-    assert set(spec.headline) <= set(tallied)
+    assert set(spec.scoring.headline) <= set(tallied)
     metrics = sorted(tallied)
     # The scorer on each resample, its repeated records renamed as compare's unvectorised path does.
     official = significance._resampled_scores(spec, records, (predictions, predictions), units, draws, resources,
@@ -75,8 +75,8 @@ def test_a_tally_scores_each_resample_as_the_official_scorer_does(task):
             assert (math.isnan(value) and math.isnan(wanted)) or value == pytest.approx(wanted, abs=1e-9), \
                 (metric, resample, value, wanted)
     whole = tally.resampled(np.ones((1, len(records))))
-    observed = spec.score(records, predictions, resources)
-    for metric in spec.headline:
+    observed = spec.scoring.score(records, predictions, resources)
+    for metric in spec.scoring.headline:
         assert float(whole[metric][0]) == pytest.approx(observed[metric], abs=1e-9)
 
 
@@ -90,7 +90,7 @@ def test_compare_gives_the_same_interval_through_tallies_as_through_the_scorer(t
     monkeypatch.setattr(significance, "tallies_for", lambda *args: None)
     slow = api.compare(task, dev, a, b, resamples=60, seed=4)
     for fast_row, slow_row in zip(fast["metrics"], slow["metrics"]):
-        assert fast_row.keys() == slow_row.keys() and fast_row["metric"] in spec.headline
+        assert fast_row.keys() == slow_row.keys() and fast_row["metric"] in spec.scoring.headline
         for key, value in fast_row.items():
             assert value == (pytest.approx(slow_row[key], abs=1e-9) if isinstance(value, float) else slow_row[key])
 

@@ -31,9 +31,9 @@ def collect_texts(tasks: list[TaskSpec], data_dir: Path | None,
         for path in candidates:
             if path.name in task.extra_files or not path.is_file():
                 continue
-            records = task.load(path)
+            records = task.reading.load(path)
             before = len(texts)
-            texts.update(dict.fromkeys(text for text in task.texts(records) if text.strip()))
+            texts.update(dict.fromkeys(text for text in task.reading.texts(records) if text.strip()))
             files.append(evaluation.describe_file(path, len(records)))
             log(f"{task.code}: {path.name}: {len(records)} records, {len(texts) - before} new texts")
     return list(texts), files

@@ -31,7 +31,7 @@ def raw_kiwi(code: str, paths: Sequence[str]) -> dict:
     loaded first, and timed apart), in this process, with the Kiwi that this toolkit's analyser makes (the same
     threads and kernels), but none of its caches."""
     task = get_task(code)
-    texts = list(dict.fromkeys(text for path in paths for text in task.texts(task.load(Path(path)))
+    texts = list(dict.fromkeys(text for path in paths for text in task.reading.texts(task.reading.load(Path(path)))
                                if text.strip()))
     start = time.perf_counter()
     kiwi = MorphemeAnalyzer(use_cache=False).kiwi
@@ -54,7 +54,7 @@ def bench_budget(results_dir, task_codes: Sequence[str], run_command: click.Comm
                  log: Callable[[str], None] = lambda message: None, model: str | None = None) -> dict:
     """The report of `bench budget` for the tasks' default rows in results_dir, or with `model` ('fast') the rows
     of that model."""
-    wanted = {code: model or get_task(code).default_model for code in task_codes}
+    wanted = {code: model or get_task(code).modelling.default_model for code in task_codes}
     tasks = {}
     for row, record in reproduce.rerun(results_dir, task_codes, run_command, log,
                                        keep=lambda row: row.run == wanted[row.task]):

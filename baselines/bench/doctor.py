@@ -92,7 +92,7 @@ def _kiwi() -> Check:
 def _task_on_sample(task, model_name: str | None) -> Check:
     """The task's `model_name` (its default for None) fitted on the sample and scored on the sample's dev file."""
     start = time.perf_counter()
-    name = model_name or task.default_model
+    name = model_name or task.modelling.default_model
     try:
         data = locate(task, sources.sample_dir(task.code))
         record, _predictions = evaluate.evaluate_task(task, data, model_name=name)

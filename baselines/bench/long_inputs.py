@@ -31,7 +31,7 @@ def measure(task: str, model: Any, plain: Any, sizes: Sequence[int], log: Callab
         grown = spec.benchmarks.grow(plain, size)
         memory.reset_peak()
         start = time.perf_counter()
-        spec.predict(model, spec.as_records([grown]))
+        spec.modelling.predict(model, spec.reading.as_records([grown]))
         seconds = time.perf_counter() - start
         points.append({"size": size, "seconds": round(seconds, 2), "peak_rss_mb": memory.rounded_peak_mb()})
         log(f"{task}: {size:,} {spec.benchmarks.size_unit}: {seconds:.1f} s, "
@@ -65,11 +65,11 @@ def _measure_tasks(report: dict, tasks: Sequence[str], log: Callable[[str], None
     for task in tasks:
         spec = get_task(task)
         folder = sources.sample_dir(spec.code) / spec.folder
-        train = spec.load(folder / spec.train_file)
+        train = spec.reading.load(folder / spec.train_file)
         extras = {extra: folder / extra for extra in spec.extra_files}
-        _name, model = build.build_model(spec, None, 0, spec.load_resources(extras))
-        model.fit(train, spec.targets(train))
-        plain = spec.plain_inputs(spec.load(folder / spec.dev_file)[:1])[0]
+        _name, model = build.build_model(spec, None, 0, spec.resources.load_resources(extras))
+        model.fit(train, spec.modelling.targets(train))
+        plain = spec.reading.plain_inputs(spec.reading.load(folder / spec.dev_file)[:1])[0]
         unit = spec.benchmarks.size_unit
         report["tasks"][task] = {"unit": unit,
                                  "points": measure(task, model, plain, SIZES[unit], log)}

@@ -65,11 +65,12 @@ def _needs(module: str, what: str) -> Any:
 
 
 def hold_out(task: TaskSpec, train: Sequence, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(training, held-out) indices of `train`: a seeded 10 % of its groups held out (TaskSpec.group: NLI's
+    """(training, held-out) indices of `train`: a seeded 10 % of its groups held out (TaskSpec.reading.group: NLI's
     premise, RE's sentence; a record is a group of its own elsewhere). Records that share a group share their
     words, and a peer that saw a premise with two of its labels learns to give its third hypothesis another
     one: below chance, on a hold-out of single records."""
-    groups = [task.group(record) for record in train] if task.group is not None else list(range(len(train)))
+    group = task.reading.group
+    groups = [group(record) for record in train] if group is not None else list(range(len(train)))
     distinct = list(dict.fromkeys(groups))
     order = np.random.default_rng(seed).permutation(len(distinct))
     held_groups = {distinct[i] for i in order[len(distinct) - max(1, int(round(len(distinct) * HOLD_OUT))):]}
@@ -83,7 +84,7 @@ def held_out_score(task: TaskSpec, train: list, held: np.ndarray, predicted: Seq
     """The task's first headline metric of the predictions for the held-out records, one row each without its
     guid ({'tags': [...]}, {'label': ..., 'probs': {...}})."""
     rows = [{"guid": train[i].guid, **row} for i, row in zip(held, predicted)]
-    return task.score([train[i] for i in held], rows, resources)[task.headline[0]]
+    return task.scoring.score([train[i] for i in held], rows, resources)[task.scoring.headline[0]]
 
 
 class Clock:
@@ -164,7 +165,7 @@ def _with_every_label(task: TaskSpec, rows: list[dict], resources: dict) -> list
 
 def fasttext_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, resources: dict) -> dict:
     """fastText's setting, chosen by the first headline metric on the hold-out (the first of the best on a tie)."""
-    labels = task.targets(train)
+    labels = task.modelling.targets(train)
     raw = {"characters": [task.benchmarks.peer_text(record) for record in train]}
     raw["morphemes"] = clock.measure("selection", lambda: kiwi_morphemes(raw["characters"]))
     inner, held = hold_out(task, train, seed)
@@ -175,16 +176,16 @@ def fasttext_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, r
                                                                  [labels[i] for i in inner], setting, seed))
         predicted = _with_every_label(task, _fasttext_predict(model, [texts[i] for i in held]), resources)
         score = held_out_score(task, train, held, predicted, resources)
-        table.append({**setting, task.headline[0]: round(score, 4)})
+        table.append({**setting, task.scoring.headline[0]: round(score, 4)})
         log(f"{task.code}: fastText {setting}: {score:.2f} on the hold-out")
-    chosen = max(zip(table, FASTTEXT_GRID), key=lambda pair: pair[0][task.headline[0]])[1]
+    chosen = max(zip(table, FASTTEXT_GRID), key=lambda pair: pair[0][task.scoring.headline[0]])[1]
     return {"chosen": chosen, "selection": table}
 
 
 def fasttext_peer(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock,
                   resources: dict) -> list[dict]:
     """fastText with the chosen setting, fitted on the whole training file, predicting the dev file."""
-    labels = task.targets(train)
+    labels = task.modelling.targets(train)
     raw = [task.benchmarks.peer_text(record) for record in list(train) + list(dev)]
     texts = clock.measure("analysis", lambda: kiwi_morphemes(raw)) if chosen["input"] == "morphemes" else raw
     model = clock.measure("fit", lambda: _fasttext_fit(texts[:len(train)], labels, chosen, seed))
@@ -240,7 +241,7 @@ def tfidf_fit(view: str, pairs: Sequence[tuple[str, str]], scores: np.ndarray) -
 def tfidf_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, resources: dict) -> dict:
     """The TF-IDF view, chosen by Pearson r on the hold-out (the first of the best on a tie), fitted on the
     rest."""
-    pairs, scores = task.plain_inputs(train), np.asarray(task.targets(train), dtype=float)
+    pairs, scores = task.reading.plain_inputs(train), np.asarray(task.modelling.targets(train), dtype=float)
     inner, held = hold_out(task, train, seed)
     table = []
     for view in TFIDF_VIEWS:
@@ -249,19 +250,19 @@ def tfidf_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, reso
             return mapped_scores(tfidf_cosines(vectorizer, [pairs[i] for i in held]), mapping)
         predicted = clock.measure("selection", held_out_scores)
         score = held_out_score(task, train, held, [{"score": float(value)} for value in predicted], resources)
-        table.append({"view": view, task.headline[0]: round(score, 4)})
+        table.append({"view": view, task.scoring.headline[0]: round(score, 4)})
         log(f"sts: TF-IDF cosine over {view}: {score:.2f} on the hold-out")
-    chosen = max(table, key=lambda row: row[task.headline[0]])["view"]
+    chosen = max(table, key=lambda row: row[task.scoring.headline[0]])["view"]
     return {"chosen": {"view": chosen}, "selection": table}
 
 
 def tfidf_sts(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock,
               resources: dict) -> list[dict]:
     """The chosen view fitted on the training file (its TF-IDF, threshold and map), scoring the dev pairs."""
-    pairs, scores = task.plain_inputs(train), np.asarray(task.targets(train), dtype=float)
+    pairs, scores = task.reading.plain_inputs(train), np.asarray(task.modelling.targets(train), dtype=float)
     vectorizer, mapping = clock.measure("fit", lambda: tfidf_fit(chosen["view"], pairs, scores))
-    predicted = clock.measure("predict", lambda: mapped_scores(tfidf_cosines(vectorizer, task.plain_inputs(dev)),
-                                                               mapping))
+    dev_pairs = task.reading.plain_inputs(dev)
+    predicted = clock.measure("predict", lambda: mapped_scores(tfidf_cosines(vectorizer, dev_pairs), mapping))
     return [{"guid": record.guid, "score": round(float(value), 6)} for record, value in zip(dev, predicted)]
 
 
@@ -291,27 +292,28 @@ def _crf(c: float):
 
 def crf_select(task: TaskSpec, train: list, seed: int, clock: Clock, log, resources: dict) -> dict:
     """The CRF's c1 = c2, chosen by entity macro F1 on the hold-out (the first of the best on a tie)."""
-    tags = task.targets(train)
-    features = [character_features(text) for text in task.plain_inputs(train)]
+    tags = task.modelling.targets(train)
+    features = [character_features(text) for text in task.reading.plain_inputs(train)]
     inner, held = hold_out(task, train, seed)
     table = []
     for c in CRF_C:
         model = clock.measure("selection", lambda: _crf(c).fit([features[i] for i in inner], [tags[i] for i in inner]))
         score = held_out_score(task, train, held, [{"tags": list(tags)} for tags in model.predict(
             [features[i] for i in held])], resources)
-        table.append({"c1": c, "c2": c, task.headline[0]: round(score, 4)})
+        table.append({"c1": c, "c2": c, task.scoring.headline[0]: round(score, 4)})
         log(f"ner: plain CRF c1 = c2 = {c}: {score:.2f} on the hold-out")
-    chosen = max(table, key=lambda row: row[task.headline[0]])["c1"]
+    chosen = max(table, key=lambda row: row[task.scoring.headline[0]])["c1"]
     return {"chosen": {"c1": chosen, "c2": chosen, "max_iterations": 100}, "selection": table}
 
 
 def plain_crf_ner(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, clock: Clock,
                   resources: dict) -> list[dict]:
     """The plain CRF with the chosen penalty, fitted on the whole training file, tagging the dev file."""
-    tags = task.targets(train)
-    features = clock.measure("features", lambda: [character_features(text) for text in task.plain_inputs(train)])
+    tags = task.modelling.targets(train)
+    plain_inputs = task.reading.plain_inputs
+    features = clock.measure("features", lambda: [character_features(text) for text in plain_inputs(train)])
     model = clock.measure("fit", lambda: _crf(chosen["c1"]).fit(features, tags))
-    dev_features = clock.measure("features", lambda: [character_features(text) for text in task.plain_inputs(dev)])
+    dev_features = clock.measure("features", lambda: [character_features(text) for text in plain_inputs(dev)])
     predicted = clock.measure("predict", lambda: model.predict(dev_features))
     return [{"guid": record.guid, "tags": list(row)} for record, row in zip(dev, predicted)]
 
@@ -356,7 +358,7 @@ def udpipe_dp(task: TaskSpec, train: list, dev: list, chosen: dict, seed: int, c
               resources: dict) -> list[dict]:
     """UDPipe's parser trained on the whole training file, then parsing the dev file on its gold tags."""
     udpipe = _needs("ufal.udpipe", "UDPipe (ufal.udpipe)")
-    trees = task.targets(train)
+    trees = task.modelling.targets(train)
     training = _udpipe_sentences(udpipe, udpipe_conllu(train, trees))
     error = udpipe.ProcessingError()
     options = chosen["parser"]
@@ -411,26 +413,26 @@ def measure(code: str, who: str, seed: int, data: dict, chosen: dict | None = No
     task = get_task(code)
     located = locate(task, data.get("data_dir"), data.get("train"), data.get("dev"))
     if who in ("default", "fast"):
-        model = task.default_model if who == "default" else FAST_MODEL
+        model = task.modelling.default_model if who == "default" else FAST_MODEL
         record, _predictions = evaluation.evaluate_task(task, located, model_name=model, seed=seed, log=log)
         # Scoring is left out of both sides' totals: the peer's predictions are scored by this toolkit too.
         seconds = {stage: value for stage, value in record["seconds"].items() if stage != "score"}
         return {"name": f"klue-baselines {record['model']}",
-                "metrics": {metric: record["metrics"][metric] for metric in task.headline},
+                "metrics": {metric: record["metrics"][metric] for metric in task.scoring.headline},
                 "seconds": seconds, "total_seconds": round(sum(seconds.values()), 3),
                 "peak_rss_mb": record.get("peak_rss_mb")}
     memory.reset_peak()
     clock = Clock()
     name, select, run = peer_of(code)
-    train = clock.measure("load", lambda: task.load(located.train))
-    resources = task.load_resources(located.extras)
+    train = clock.measure("load", lambda: task.reading.load(located.train))
+    resources = task.resources.load_resources(located.extras)
     if who == "select":
         chosen = select(task, train, seed, clock, log, resources)
         return {**chosen, "seconds": clock.seconds.get("selection", 0.0), "peak_rss_mb": memory.rounded_peak_mb()}
-    dev = clock.measure("load", lambda: task.load(located.dev))
+    dev = clock.measure("load", lambda: task.reading.load(located.dev))
     rows = run(task, train, dev, chosen, seed, clock, resources)
-    metrics = task.score(dev, rows, resources)
-    return {"name": name, "metrics": {metric: round(metrics[metric], 6) for metric in task.headline},
+    metrics = task.scoring.score(dev, rows, resources)
+    return {"name": name, "metrics": {metric: round(metrics[metric], 6) for metric in task.scoring.headline},
             "settings": chosen, "seconds": clock.seconds, "total_seconds": round(sum(clock.seconds.values()), 3),
             "peak_rss_mb": memory.rounded_peak_mb()}
 
@@ -463,7 +465,7 @@ def ratios(task: TaskSpec, ours: list[dict], peer: list[dict]) -> dict:
     return {"seconds": spread([mine["total_seconds"] / theirs["total_seconds"] for mine, theirs in zip(ours, peer)], 3),
             "peak_rss": spread(memory_ratios, 3) if memory_ratios else None,
             "lead": {metric: round(ours[0]["metrics"][metric] - peer[0]["metrics"][metric], 4)
-                     for metric in task.headline}}
+                     for metric in task.scoring.headline}}
 
 
 def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, train: str | Path | None = None,

@@ -3,7 +3,7 @@ size in a process of its own with an empty analysis cache, and how the fit time 
 
 Where the training data here is smaller than the share asked for (NER and DP have prefixes of their train
 files, MRC and WoS only a part of dev), the set is filled with copies of its records, each made distinct so
-that no analysis cache, memo or de-duplication can skip it: each task's TaskSpec.distinct_copy puts the word
+that no analysis cache, memo or de-duplication can skip it: each task's TaskSpec.reading.distinct_copy puts the word
 사례k in front of copy k's text (NER: tagged O; DP: one more eojeol, attached to the root; MRC: of the passage,
 with the answers moved, and 문항k in front of the question; WoS: of every turn). A copy costs what a new record
 of the same length costs, and its word is never a feature value seen elsewhere; what copies cannot reproduce
@@ -48,7 +48,7 @@ def training_set(task: TaskSpec, pool: Sequence, size: float, seed: int) -> tupl
     wanted = round(size * official_train_size(task.code))
     if not pool:
         raise UsageError(f"{task.code}: no training records to build the scale sets from")
-    if wanted > len(pool) and task.distinct_copy is None:
+    if wanted > len(pool) and task.reading.distinct_copy is None:
         raise UsageError(f"{task.code}: {size:g} x the official training size is {wanted} records and the "
                          f"training file has {len(pool)}; give the full official file")
     order = np.random.default_rng(seed).permutation(len(pool))
@@ -56,7 +56,7 @@ def training_set(task: TaskSpec, pool: Sequence, size: float, seed: int) -> tupl
     records, copy = list(shuffled[:wanted]), 0
     while len(records) < wanted:
         copy += 1
-        records.extend(task.distinct_copy(record, copy) for record in shuffled[:wanted - len(records)])
+        records.extend(task.reading.distinct_copy(record, copy) for record in shuffled[:wanted - len(records)])
     return records, copy
 
 
@@ -66,16 +66,16 @@ def measure_point(code: str, size: float, model_name: str | None, seed: int, dat
     task = get_task(code)
     start = time.perf_counter()
     located = locate(task, data.get("data_dir"), data.get("train"), data.get("dev"))
-    resources = task.load_resources(located.extras)
-    dev = task.load(located.dev)
-    pool = task.load(located.train) if located.train else dev
+    resources = task.resources.load_resources(located.extras)
+    dev = task.reading.load(located.dev)
+    pool = task.reading.load(located.train) if located.train else dev
     train, copies = training_set(task, pool, size, seed)
     name, model = build.build_model(task, model_name, seed, resources)
     loaded = time.perf_counter()
-    model.fit(train, task.targets(train))
+    model.fit(train, task.modelling.targets(train))
     fitted = time.perf_counter()
     analysis_in_fit = analysis.stats().seconds
-    task.predict(model, dev)
+    task.modelling.predict(model, dev)
     predicted = time.perf_counter()
     return {"size": size, "train_records": len(train), "copies": copies, "dev_records": len(dev), "model": name,
             "seconds": {"load": round(loaded - start, 3), "fit": round(fitted - loaded, 3),

@@ -117,7 +117,7 @@ def _print_metrics(task: str, metrics: dict, as_json: bool, **more) -> None:
     if as_json:
         click.echo(json.dumps({"task": task, **more, "metrics": metrics}, ensure_ascii=False, indent=2))
         return
-    headline = get_task(task).headline
+    headline = get_task(task).scoring.headline
     width = max(map(_display_width, metrics))
     for key in [k for k in headline if k in metrics] + sorted(k for k in metrics if k not in headline):
         click.echo(f"{key}{' ' * (width - _display_width(key))}  {tables.format_score(metrics[key], 8)}")

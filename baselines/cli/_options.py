@@ -40,8 +40,9 @@ dev_option = click.option("--dev", "dev_file", type=DATA_PATH,
                           help="Evaluation file instead of the official dev file (or a Hugging Face export).")
 seed_option = click.option("--seed", default=0, show_default=True, type=click.IntRange(0, 2**32 - 1),
                            help="Random seed of models and folds (0 to 2^32-1).")
-# The choices that the tasks declare (TaskSpec.model_for_pos, PredictionFiles.writers), not spelled here: read from
-# their cards, which say the same, so that no task is imported to build the options. Read before any command runs:
+# The choices that the tasks declare (TaskSpec.modelling.model_for_pos, PredictionFiles.writers), not spelled here:
+# read from their cards, which say the same, so that no task is imported to build the options. Read before any command
+# runs:
 # a registry problem (a clashing third-party task) is left to the command, which says it in one line
 # (cli._console.friendly_errors), so these do not check for it as cards.all_cards does.
 _LISTINGS = {code: cards.card_of(code).listing for code in TASK_CODES}

@@ -156,7 +156,7 @@ def report_command(ctx, task: str, gold_path: Path, predictions_path: Path, erro
                         overwrite=overwrite, predictions_format=predictions_format, log=console(ctx).log)
     if out_path is not None:
         write_json_atomic(out_path, report)
-    headline = api.task_spec(task).headline
+    headline = api.task_spec(task).scoring.headline
     click.echo("  ".join(f"{key} {tables.format_score(report['metrics'].get(key))}" for key in headline))
     if report.get("classes"):
         click.echo(f"\nper class ({report['unit']})")

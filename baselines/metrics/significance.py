@@ -41,11 +41,11 @@ TALLY_BATCH = 100
 def resampling_units(spec: TaskSpec, records: Sequence) -> list[list[int]]:
     """Record indices per unit that a resample draws whole: the task's groups (MRC's passages), else one
     record each (a title, a sentence, a dialogue)."""
-    if spec.group is None:
+    if spec.reading.group is None:
         return [[index] for index in range(len(records))]
     units: dict[Any, list[int]] = {}
     for index, record in enumerate(records):
-        units.setdefault(spec.group(record), []).append(index)
+        units.setdefault(spec.reading.group(record), []).append(index)
     return list(units.values())
 
 
@@ -74,7 +74,7 @@ def _resampled_scores(spec: TaskSpec, records: Sequence, systems: tuple[list[dic
         sample = [record for record, _a, _b in picked]
         per_system = []
         for position in (1, 2):
-            values = spec.score(sample, [row[position] for row in picked], resources)
+            values = spec.scoring.score(sample, [row[position] for row in picked], resources)
             per_system.append([float(values.get(metric, np.nan)) for metric in metrics])
         scored.append((per_system[0], per_system[1]))
     return scored
@@ -88,11 +88,11 @@ def paired_bootstrap(spec: TaskSpec, records: Sequence, predictions_a: Sequence[
     95 % paired bootstrap interval and p-value from `resamples` draws. The draws come from `seed` before any
     work is shared out, so the result is the same for any n_jobs. `observed`: A's and B's metrics on the
     whole gold where the caller has scored them already."""
-    metrics = list(metrics or spec.headline)
+    metrics = list(metrics or spec.scoring.headline)
     systems = (align_predictions(records, list(predictions_a)),
                align_predictions(records, list(predictions_b)))
     if observed is None:
-        observed = tuple(spec.score(records, rows, resources) for rows in systems)
+        observed = tuple(spec.scoring.score(records, rows, resources) for rows in systems)
     if not 1 <= resamples <= MAX_RESAMPLES:
         raise ValueError(f"resamples must be 1 to {MAX_RESAMPLES}, not {resamples}")
     a_scores, b_scores, units = resampled_scores(spec, records, systems, resources, metrics, resamples, seed, n_jobs,
@@ -144,7 +144,7 @@ def score_intervals(spec: TaskSpec, records: Sequence, predictions: Sequence[dic
     """One system's 95 % percentile bootstrap interval per metric (the task's headline by default), units drawn
     as paired_bootstrap draws them: {'units', 'resamples', 'seed', 'intervals': {metric: [low, high] or None
     where undefined}}."""
-    metrics = list(metrics or spec.headline)
+    metrics = list(metrics or spec.scoring.headline)
     rows = align_predictions(records, list(predictions))
     scores, _same, units = resampled_scores(spec, records, (rows, rows), resources, metrics, resamples, seed)
     intervals = {}
@@ -162,8 +162,8 @@ def chosen_metrics(spec: TaskSpec, asked: Sequence[str] | None, observed: tuple[
     name is a metric too: MRC's 'exact_match/'); None for the task's headline and its default breakdown. A
     ValueError names what is not among the scorer's metrics on this gold."""
     known = sorted(set(observed[0]) | set(observed[1]))
-    default = spec.breakdown
-    chosen = list(asked) if asked else [*spec.headline, *([f"{default}/"] if default else [])]
+    default = spec.scoring.breakdown
+    chosen = list(asked) if asked else [*spec.scoring.headline, *([f"{default}/"] if default else [])]
     headline, breakdown = [], []
     for name in chosen:
         if name in known:
@@ -183,9 +183,9 @@ def tallies_for(spec: TaskSpec, records: Sequence, systems: tuple[list[dict], li
                 metrics: Sequence[str]) -> tuple[Tally, Tally] | None:
     """Both systems' tallies (baselines.metrics.tallies) when the task has them and they give every metric asked
     for; else None, and each resample is scored by the task's scorer."""
-    if spec.tally is None:
+    if spec.scoring.tally is None:
         return None
-    tallied = tuple(spec.tally(records, rows, resources) for rows in systems)
+    tallied = tuple(spec.scoring.tally(records, rows, resources) for rows in systems)
     whole = np.ones((1, len(records)))
     if not all(set(metrics) <= set(tally.resampled(whole)) for tally in tallied):
         return None

@@ -23,15 +23,15 @@ Log = Callable[[str], None]
 def build_model(task: TaskSpec, model_name: str | None, seed: int, resources: dict,
                 params: dict[str, Any] | None = None, log: Callable[[str], None] = progress.quiet):
     """(name, unfitted model): the task's default model unless named, with `params` set over its defaults.
-    A parameter that names another task's training file (a TaskSpec.requires file_param, as MRC's ner_train)
+    A parameter that names another task's training file (a TaskSpec.links.requires file_param, as MRC's ner_train)
     is satisfied here: that task's default model is fitted on the file, after every other parameter has been
     checked, and set frozen (see fitted_requirement)."""
-    name = model_name or task.default_model
-    if name not in task.models:
-        raise UsageError(f"{task.code} has no model {name!r}; available: {', '.join(task.models)}")
-    model = task.models[name].build(seed, resources)
+    name = model_name or task.modelling.default_model
+    if name not in task.modelling.models:
+        raise UsageError(f"{task.code} has no model {name!r}; available: {', '.join(task.modelling.models)}")
+    model = task.modelling.models[name].build(seed, resources)
     params = dict(params or {})
-    files = {requirement: params.pop(requirement.file_param) for requirement in task.requires
+    files = {requirement: params.pop(requirement.file_param) for requirement in task.links.requires
              if requirement.file_param in params}
     check_params(name, model, params)
     for requirement in files:
@@ -51,7 +51,7 @@ def grid_with_requirements(task: TaskSpec, name: str, model: Any, grid: dict[str
     value; and, for the report, {model parameter: {id(value): (file parameter, file)}}."""
     grid = {key: list(values) for key, values in grid.items()}
     shown_files: dict[str, dict[int, Any]] = {}
-    for requirement in task.requires:
+    for requirement in task.links.requires:
         if requirement.file_param in grid:
             check_requirement_taken(name, model, requirement)
             files = grid.pop(requirement.file_param)
@@ -81,7 +81,7 @@ def _required_records(requirement: Requirement, path: Any) -> tuple[TaskSpec, li
     if not isinstance(path, (str, Path)) or not Path(path).is_file():
         raise DataError(str(path), None, f"no such file ({requirement.file_param}: {requirement.what})")
     spec = get_task(requirement.task)
-    records = spec.load(Path(path))
+    records = spec.reading.load(Path(path))
     check_labelled(spec, records, Path(path))
     return spec, records
 
@@ -89,7 +89,7 @@ def _required_records(requirement: Requirement, path: Any) -> tuple[TaskSpec, li
 def gazetteer_requirement(requirement: Requirement, path: Any) -> EntityGazetteer:
     """The typed entity names of the other task's training file `path`, as a gazetteer."""
     spec, records = _required_records(requirement, path)
-    gazetteer = EntityGazetteer(spec.mentions(records))
+    gazetteer = EntityGazetteer(spec.links.mentions(records))
     if not len(gazetteer):
         raise DataError(Path(path), None, f"no entity names of two characters or more ({requirement.what})")
     return gazetteer
@@ -100,11 +100,11 @@ def fitted_requirement(requirement: Requirement, path: Any, seed: int, log: Call
     """The default model of `requirement.task` fitted on the training file `path` with `seed`, frozen: a clone
     of the model that holds it (one per cross-fitting fold) shares it instead of refitting it."""
     spec, records = _required_records(requirement, path)
-    name, model = build_model(spec, None, seed, spec.load_resources({}), dict(requirement.settings))
+    name, model = build_model(spec, None, seed, spec.resources.load_resources({}), dict(requirement.settings))
     log(f"{spec.code}: fitting {name} on {len(records)} records from {Path(path).name}, for the "
         f"{requirement.model_param}")
     with progress.heartbeat(f"{spec.code}: fitting {name}", log):
-        return FrozenEstimator(model.fit(records, spec.targets(records)))
+        return FrozenEstimator(model.fit(records, spec.modelling.targets(records)))
 
 
 def check_params(name: str, model, names) -> None:
@@ -137,7 +137,7 @@ def check_labelled(task: TaskSpec, records: Sequence, path: Path) -> None:
     naming the file and the record."""
     if not records:
         raise DataError(path, None, f"holds no {task.code} records; training and scoring need labelled data")
-    for gold, record in zip(task.targets(records), records):
+    for gold, record in zip(task.modelling.targets(records), records):
         if has_missing(gold):
             raise DataError(path, f"guid {record.guid}", "has no gold label (or lacks part of "
                             "it); training and scoring need labelled data")
@@ -149,11 +149,11 @@ def fitted_model(task: TaskSpec, records: list, resources: dict, model_name: str
     labelled `records` (read from the file `where`, if from one)."""
     source = where or Path("<records>")
     check_labelled(task, records, source)
-    task.check_resource_labels(records, resources, source)
+    task.resources.check_resource_labels(records, resources, source)
     name, model = build_model(task, model_name, seed, resources, params, log)
     log(f"{task.code}: fitting {name} on {len(records)} records" + (f" from {where}" if where else ""))
     with progress.heartbeat(f"{task.code}: fitting {name}", log):
-        return model.fit(records, task.targets(records))
+        return model.fit(records, task.modelling.targets(records))
 
 
 def training_path(task: TaskSpec, data: TaskData) -> Path:
@@ -168,7 +168,8 @@ def fitted_on_training_file(task: TaskSpec, data: TaskData, model_name: str | No
                             params: dict[str, Any] | None = None, log: Log = progress.quiet) -> Any:
     """`model_name` fitted on the located data's training file, with the resources found beside it."""
     path = training_path(task, data)
-    return fitted_model(task, task.load(path), task.load_resources(data.extras), model_name, seed, params, log, path)
+    return fitted_model(task, task.reading.load(path), task.resources.load_resources(data.extras), model_name, seed,
+                        params, log, path)
 
 
 def train_and_save(task: TaskSpec, data: TaskData, out: Path, model_name: str | None = None, seed: int = 0,
@@ -178,5 +179,5 @@ def train_and_save(task: TaskSpec, data: TaskData, out: Path, model_name: str | 
     path = training_path(task, data)
     check_output_file(out, [path])
     model = fitted_on_training_file(task, data, model_name, seed, params, log)
-    save_model(out, model, task.code, model_name or task.default_model, [path], versions())
+    save_model(out, model, task.code, model_name or task.modelling.default_model, [path], versions())
     return out

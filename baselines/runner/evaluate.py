@@ -94,7 +94,7 @@ def with_inputs(task: TaskSpec, records: Sequence, rows: list[dict]) -> list[dic
     """Prediction rows that also carry each record's input ('input', as plain_inputs gives it) and, where the
     record is labelled, its gold ('gold', as targets gives it), so that a prediction file reads on its own:
     a wrong answer can be seen beside its question. Scoring ignores both."""
-    for row, plain, gold in zip(rows, task.plain_inputs(records), task.targets(records)):
+    for row, plain, gold in zip(rows, task.reading.plain_inputs(records), task.modelling.targets(records)):
         row["input"] = _as_json(plain)
         if not has_missing(gold):
             row["gold"] = _as_json(gold)
@@ -151,7 +151,8 @@ def training_subset(task: TaskSpec, records: Sequence, fraction: float, seed: in
         raise UsageError(f"a training fraction must be in (0, 1], not {fraction}")
     if fraction == 1:
         return list(records)
-    keys = [task.group(record) for record in records] if task.group is not None else list(range(len(records)))
+    group = task.reading.group
+    keys = [group(record) for record in records] if group is not None else list(range(len(records)))
     distinct = list(dict.fromkeys(keys))
     order = np.random.default_rng(seed).permutation(len(distinct))
     kept = {distinct[i] for i in order[:max(1, round(fraction * len(distinct)))]}
@@ -184,7 +185,7 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         trained_on.append(len(subset))
         share = f" ({train_fraction:g} of {len(records)})" if train_fraction != 1 else ""
         log(f"{task.code}: {where}fitting {name} on {len(subset)} records{share}")
-        return watch.measure("fit", lambda: estimator.fit(subset, task.targets(subset)),
+        return watch.measure("fit", lambda: estimator.fit(subset, task.modelling.targets(subset)),
                              f"{task.code}: {where}fitting {name}")
 
     spread = None  # with workers: what the record keeps of them
@@ -200,10 +201,11 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
         if fitted is None:
             fit(model, train_records, "")
         log(f"{task.code}: predicting {len(dev_records)} records")
-        predictions = watch.measure("predict", lambda: task.predict(model, dev_records), f"{task.code}: predicting")
-    metrics = watch.measure("score", lambda: task.score(dev_records, predictions, resources))
+        predictions = watch.measure("predict", lambda: task.modelling.predict(model, dev_records),
+                                    f"{task.code}: predicting")
+    metrics = watch.measure("score", lambda: task.scoring.score(dev_records, predictions, resources))
     fold_headline = watch.measure("score", lambda: [
-        _headline(task, task.score([dev_records[i] for i in fold], [predictions[i] for i in fold], resources))
+        _headline(task, task.scoring.score([dev_records[i] for i in fold], [predictions[i] for i in fold], resources))
         for fold in folds]) if cv else None
     spread_of_scores = watch.measure("score", lambda: significance.score_intervals(
         task, dev_records, predictions, resources, resamples=INTERVAL_RESAMPLES))
@@ -248,15 +250,15 @@ def _checked_setting(task: TaskSpec, data: TaskData, cv: int, train_fraction: fl
 def _loaded(task: TaskSpec, data: TaskData, watch: Stopwatch, log: Callable[[str], None]
             ) -> tuple[dict, list, list]:
     """(resources, training records, dev records) of the located data, every record checked."""
-    resources = watch.measure("load", lambda: task.load_resources(data.extras))
+    resources = watch.measure("load", lambda: task.resources.load_resources(data.extras))
     log(f"{task.code}: loading {data.dev.name}" + (f" and {data.train.name}" if data.train else ""))
-    dev_records = watch.measure("load", lambda: task.load(data.dev))
-    train_records = watch.measure("load", lambda: task.load(data.train)) if data.train else []
+    dev_records = watch.measure("load", lambda: task.reading.load(data.dev))
+    train_records = watch.measure("load", lambda: task.reading.load(data.train)) if data.train else []
     check_gold(task, dev_records, data.dev)
-    task.check_resource_labels(dev_records, resources, data.dev)
+    task.resources.check_resource_labels(dev_records, resources, data.dev)
     if data.train:
         check_labelled(task, train_records, data.train)
-        task.check_resource_labels(train_records, resources, data.train)
+        task.resources.check_resource_labels(train_records, resources, data.train)
     return resources, train_records, dev_records
 
 
@@ -278,8 +280,9 @@ def _cross_fitted(task: TaskSpec, model: Any, train_records: list, dev_records: 
                                                 start=1):
         fold_model = fit(model.fold_copy(), fold_train, f"fold {number}/{cv}: ")
         fold_records = [dev_records[i] for i in fold]
-        for i, prediction in zip(fold, watch.measure("predict", lambda: task.predict(fold_model, fold_records),
-                                                     f"{task.code}: fold {number}/{cv}: predicting")):
+        fold_predictions = watch.measure("predict", lambda: task.modelling.predict(fold_model, fold_records),
+                                         f"{task.code}: fold {number}/{cv}: predicting")
+        for i, prediction in zip(fold, fold_predictions):
             predictions[i] = prediction
     return predictions
 
@@ -297,7 +300,7 @@ def _cross_fitted_in_parallel(task: TaskSpec, model: Any, name: str, train_recor
     log(f"{task.code}: fitting {name} on {cv} folds, {workers.jobs} at a time ({workers.backend})")
     calls = [(fit_and_predict, (task.code, model.fold_copy(), subset, [dev_records[i] for i in fold]))
              for subset, fold in zip(subsets, folds)]
-    texts = task.texts(train_records + dev_records) if model.uses_morpheme_analysis() else ()
+    texts = task.reading.texts(train_records + dev_records) if model.uses_morpheme_analysis() else ()
     outcome = watch.measure("cross_fit", lambda: parallel.run(
         calls, workers, lambda index, _result: log(f"{task.code}: fold {index + 1}/{cv} done"), texts),
         f"{task.code}: cross-fitting")
@@ -347,15 +350,15 @@ def fit_and_predict(task_code: str, model, train: list, test: list) -> tuple[lis
     cross-fitting, run in a worker. Returns the predictions and the fit and predict seconds."""
     task = get_task(task_code)
     start = time.perf_counter()
-    model.fit(train, task.targets(train))
+    model.fit(train, task.modelling.targets(train))
     fitted = time.perf_counter()
-    predictions = task.predict(model, test)
+    predictions = task.modelling.predict(model, test)
     return predictions, {"fit": round(fitted - start, 3), "predict": round(time.perf_counter() - fitted, 3)}
 
 
 def _headline(task: TaskSpec, metrics: dict[str, float]) -> dict[str, float | None]:
     """The task's headline metrics, rounded as records keep them."""
-    return jsonable_scores({key: metrics[key] for key in task.headline if key in metrics}, 4)
+    return jsonable_scores({key: metrics[key] for key in task.scoring.headline if key in metrics}, 4)
 
 
 def _protocol(task: TaskSpec, data: TaskData, cv: int, saved_model: bool, train_file: dict | None, dev_file: dict,
@@ -414,13 +417,13 @@ def read_predictions_as(task: TaskSpec, path: Path, kind: str = prediction_forma
     except RecursionError:
         raise DataError(path, None, "JSON nested too deeply to read") from None
     if isinstance(whole, dict) and "guid" not in whole:
-        converted = task.prediction_files.from_object(whole)
+        converted = task.scoring.prediction_files.from_object(whole)
         if converted is not None:
             return "json-object", converted
     if not text_looks_like_jsonl(text.splitlines()):
-        if task.prediction_files.from_file is not None:
-            return "task-file", task.prediction_files.from_file(path)
-        raise DataError(path, None, f"expected {task.prediction_files.described}, {OTHER_PREDICTION_FORMATS}")
+        if task.scoring.prediction_files.from_file is not None:
+            return "task-file", task.scoring.prediction_files.from_file(path)
+        raise DataError(path, None, f"expected {task.scoring.prediction_files.described}, {OTHER_PREDICTION_FORMATS}")
     return "jsonl", [row for _number, row in jsonl_rows(text, path)]
 
 
@@ -438,9 +441,9 @@ def prediction_rows(task: TaskSpec, predictions: Predictions, kind: str = predic
         log(f"{predictions}: read as {prediction_formats.DESCRIBED.get(found, found)}, {len(rows):,} predictions")
         return rows
     if isinstance(predictions, dict):
-        rows = task.prediction_files.from_object(predictions)
+        rows = task.scoring.prediction_files.from_object(predictions)
         if rows is None:
-            raise PredictionError(f"expected {task.prediction_files.described}, not one object")
+            raise PredictionError(f"expected {task.scoring.prediction_files.described}, not one object")
         return rows
     return list(predictions)
 
@@ -449,9 +452,9 @@ def gold_and_resources(task: TaskSpec, gold: Path | Sequence, data_dir: Path | N
     """The gold records (a file's or given), checked, and the resources their scorer needs (RE's relation list,
     WoS's ontology): beside the gold file, else from data_dir, the download cache or the sample."""
     gold_path = gold if isinstance(gold, Path) else None
-    records = task.load(gold_path) if gold_path else list(gold)
+    records = task.reading.load(gold_path) if gold_path else list(gold)
     check_gold(task, records, gold_path or Path("<records>"))
-    return records, task.load_resources(locate(task, data_dir, dev=gold_path).extras)
+    return records, task.resources.load_resources(locate(task, data_dir, dev=gold_path).extras)
 
 
 def checked_and_scored(task: TaskSpec, records: list, resources: dict, predictions: Predictions,
@@ -462,7 +465,7 @@ def checked_and_scored(task: TaskSpec, records: list, resources: dict, predictio
     rows = hf.prediction_rows(task.code, prediction_rows(task, predictions, kind, log), [r.guid for r in records],
                               predictions if isinstance(predictions, Path) else Path("<predictions>"))
     try:
-        return rows, task.score(records, rows, resources)
+        return rows, task.scoring.score(records, rows, resources)
     except PredictionError as error:
         if isinstance(predictions, Path):
             raise PredictionError(f"{predictions}: {error}") from None

@@ -112,7 +112,7 @@ def regenerate_readme(results_dir: Path) -> Path:
     budget = budget_table(results_dir)
     commands = []
     suite_seconds = all_seconds = 0.0
-    defaults = {task.code: task.default_model for task in all_tasks()}
+    defaults = {task.code: task.modelling.default_model for task in all_tasks()}
     for code, runs in runs_by_task.items():
         for model, record in sorted(runs.items()):
             seconds = sum(record.get("seconds", {}).values())

@@ -3,7 +3,7 @@
 A model file is a magic line, one line of JSON metadata, then the model. With the `secure` extra installed
 (skops), the model is stored with skops.io, which rebuilds objects from data without running code from the
 file; before it builds anything, every class and function that the file names is checked against the exact
-list of what the task's models hold (TaskSpec.saved_types), and anything else is refused. Without it, the
+list of what the task's models hold (TaskSpec.modelling.saved_types), and anything else is refused. Without it, the
 model is a joblib pickle. Either way the header is read and checked as plain text first (format, task,
 versions, and the sha256 of the model bytes that follow), so a file that is not a klue-baselines model, or
 was saved for another task or library version, or was damaged, is refused without reading a byte of it
@@ -47,7 +47,7 @@ PLAIN_DATA = {"DictNode": frozenset({"builtins.dict"}), "ListNode": frozenset({"
               "JsonNode": frozenset({"builtins.str"}), "NdArrayNode": _NUMERIC_SCALARS | {"numpy.ndarray"}}
 # Kinds of node that name a class or function which skops imports (TypeNode, FunctionNode), builds without its
 # constructor (ObjectNode, RandomGeneratorNode) or calls with arguments from the file (LossNode, scikit-learn's
-# losses): each name must be one that the task's models hold (TaskSpec.saved_types). Every other kind (bound
+# losses): each name must be one that the task's models hold (TaskSpec.modelling.saved_types). Every other kind (bound
 # methods, partials, operator functions, sets, slices, sparse matrices, scikit-learn's trees) is refused: no
 # model of this toolkit holds one.
 NAMED_KINDS = frozenset({"ObjectNode", "TypeNode", "FunctionNode", "LossNode", "RandomGeneratorNode"})
@@ -143,7 +143,7 @@ PICKLE_CONSENT = "--trust-pickle (CLI) or trust_pickle=True (API)"
 
 def model_types(task: str) -> dict[str, type]:
     """The estimator class of each of `task`'s models, by model name."""
-    return {name: entry.estimator for name, entry in get_task(task).models.items()}
+    return {name: entry.estimator for name, entry in get_task(task).modelling.models.items()}
 
 
 def retrain(task: str) -> str:
@@ -216,8 +216,8 @@ def full_name(part: Any) -> str:
 
 
 def saved_type_names(task: str) -> frozenset[str]:
-    """The full names that a model file of `task` may hold besides plain data: its own TaskSpec.saved_types,
-    what it takes from other tasks' files (TaskSpec.requires: their fitted models, frozen, with all that those
+    """The full names that a model file of `task` may hold besides plain data: its own TaskSpec.modelling.saved_types,
+    what it takes from other tasks' files (TaskSpec.links.requires: their fitted models, frozen, with all that those
     hold in turn, or a gazetteer), and the types of plain data."""
     parts, seen, pending = [], set(), [task]
     while pending:
@@ -225,8 +225,8 @@ def saved_type_names(task: str) -> frozenset[str]:
         if spec.code in seen:
             continue
         seen.add(spec.code)
-        parts += spec.saved_types
-        for requirement in spec.requires:  # as the model is built with them (build.requirement_value)
+        parts += spec.modelling.saved_types
+        for requirement in spec.links.requires:  # as the model is built with them (build.requirement_value)
             if requirement.provides == "gazetteer":
                 parts.append(EntityGazetteer)
             else:

@@ -55,16 +55,16 @@ def train_all(tasks: Sequence[str], data_dir: Path | None, folder: Path, seed: i
     entries = _catalogue(folder)
     for number, (task, data) in enumerate(located.items(), start=1):
         spec = get_task(task)
-        log(f"[{number}/{len(located)}] {task}: training {spec.default_model} on {data.train}")
+        log(f"[{number}/{len(located)}] {task}: training {spec.modelling.default_model} on {data.train}")
         memory.reset_peak()
         start = time.perf_counter()
         model = build.fitted_on_training_file(spec, data, seed=seed, log=log)
         seconds = time.perf_counter() - start
         peak_mb = memory.rounded_peak_mb()  # training's: scoring below measures its own peak from zero
         path = model_path(folder, task)
-        persistence.save_model(path, model, task, spec.default_model, [data.train], versions())
-        record, _predictions = evaluate.evaluate_task(spec, data, fitted=(spec.default_model, model), log=log)
-        entries[task] = {"task": task, "model": spec.default_model, "file": path.name,
+        persistence.save_model(path, model, task, spec.modelling.default_model, [data.train], versions())
+        record, _predictions = evaluate.evaluate_task(spec, data, fitted=(spec.modelling.default_model, model), log=log)
+        entries[task] = {"task": task, "model": spec.modelling.default_model, "file": path.name,
                          "size_mb": round(path.stat().st_size / 2**20, 1), "train_seconds": round(seconds, 1),
                          "train_peak_rss_mb": peak_mb, "sample": data.is_sample,
                          "train": evaluate.describe_file(data.train), "dev": record["files"][0],

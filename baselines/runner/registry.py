@@ -47,11 +47,12 @@ def _check_card_agrees(card: cards.Card, task: TaskSpec) -> None:
     told = {"files.train": (card.train_file, task.train_file), "files.dev": (card.dev_file, task.dev_file),
             "files.extras": (card.extra_files, tuple(task.extra_files)),
             "files.optional_extras": (card.optional_extras, tuple(task.optional_extras)),
-            "listing.models": (card.listing.models, tuple(task.models)),
-            "listing.default_model": (card.listing.default_model, task.default_model),
-            "listing.headline": (card.listing.headline, tuple(task.headline)),
-            "listing.pos_models": (card.listing.pos_models, dict(task.model_for_pos)),
-            "listing.prediction_writers": (card.listing.prediction_writers, tuple(task.prediction_files.writers))}
+            "listing.models": (card.listing.models, tuple(task.modelling.models)),
+            "listing.default_model": (card.listing.default_model, task.modelling.default_model),
+            "listing.headline": (card.listing.headline, tuple(task.scoring.headline)),
+            "listing.pos_models": (card.listing.pos_models, dict(task.modelling.model_for_pos)),
+            "listing.prediction_writers": (card.listing.prediction_writers,
+                                           tuple(task.scoring.prediction_files.writers))}
     for field_name, (in_card, in_task) in told.items():
         if in_card != in_task:
             raise CardError(f"{cards.task_module(card.code)}: its card's {field_name} is {in_card!r}, its TASK's "

@@ -70,8 +70,8 @@ def headline_runs(runs_by_task: dict[str, dict]) -> list[dict]:
     for task in all_tasks():
         runs = runs_by_task.get(task.code, {})
         floor = runs.get("trivial")
-        ours = runs.get(task.default_model) if task.default_model != "trivial" else None
-        for metric in task.headline:
+        ours = runs.get(task.modelling.default_model) if task.modelling.default_model != "trivial" else None
+        for metric in task.scoring.headline:
             mbert, roberta = ANCHORS.get(task.code, {}).get(metric, (None, None))
             entries.append({"task": task.code, "metric": metric, "floor_run": floor, "ours_run": ours,
                             "fast_run": runs.get("fast"), "mbert": mbert, "roberta": roberta})

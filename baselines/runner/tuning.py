@@ -55,9 +55,9 @@ def fold_splits(task: TaskSpec, records: Sequence, folds: int, seed: int) -> lis
     where the task has groups (MRC passages, WoS dialogues). Evaluation's cross-fitting and `tune` both cut
     their folds here."""
     indices = np.arange(len(records))
-    if task.group is not None:
+    if task.reading.group is not None:
         splitter = GroupKFold(n_splits=folds, shuffle=True, random_state=seed)
-        return list(splitter.split(indices, groups=[task.group(record) for record in records]))
+        return list(splitter.split(indices, groups=[task.reading.group(record) for record in records]))
     return list(KFold(n_splits=folds, shuffle=True, random_state=seed).split(indices))
 
 
@@ -65,8 +65,8 @@ def fold_metrics(task_code: str, estimator, train: list, test: list, resources: 
     """Every official metric of the estimator fitted on `train` and scored on `test`: one job of a grid
     search, run in a worker."""
     task = get_task(task_code)
-    estimator.fit(train, task.targets(train))
-    return task.score(test, task.predict(estimator, test), resources)
+    estimator.fit(train, task.modelling.targets(train))
+    return task.scoring.score(test, task.modelling.predict(estimator, test), resources)
 
 
 def cross_validate(task: TaskSpec, estimators: Sequence, records: Sequence, resources: dict, metric: str,
@@ -84,7 +84,7 @@ def cross_validate(task: TaskSpec, estimators: Sequence, records: Sequence, reso
             f"{metric} {metrics[metric]:.2f}")
 
     uses_analysis = any(estimator.uses_morpheme_analysis() for estimator in estimators)
-    results = parallel.run(calls, workers, logged, task.texts(records) if uses_analysis else ()).results
+    results = parallel.run(calls, workers, logged, task.reading.texts(records) if uses_analysis else ()).results
     return [results[start:start + folds] for start in range(0, len(results), folds)]
 
 
@@ -97,8 +97,8 @@ def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 def fold_count_problem(task: TaskSpec, records: Sequence, folds: int, data: str = "the training data"
                        ) -> str | None:
     """Why `folds` folds cannot be cut from `records` (fewer records, or groups, than folds), or None."""
-    units = len({task.group(record) for record in records}) if task.group is not None else len(records)
-    kind = "groups" if task.group is not None else "records"
+    units = len({task.reading.group(record) for record in records}) if task.reading.group is not None else len(records)
+    kind = "groups" if task.reading.group is not None else "records"
     return f"{folds} folds need at least {folds} {kind}, and {data} has {units}" if units < folds else None
 
 

@@ -11,8 +11,8 @@ from baselines.metrics import scoring, tallies
 from baselines.metrics.teaching import Comparison
 from baselines.models.linear import OrderedLogisticRegression
 from baselines.data import grown
-from baselines.taskspec import (Presentation, Benchmarks, ModelEntry, PredictionError, PredictionFiles, TaskSpec,
-                                align_predictions)
+from baselines.taskspec import (Reading, Modelling, Scoring, Presentation, Benchmarks, ModelEntry, PredictionError,
+                                PredictionFiles, TaskSpec, align_predictions)
 from baselines.tasks.dp.data import (LABELS, DpSentence, DpWord, as_records, distinct_copy, from_hf, load, load_input,
                                      load_tsv_or_conllu, plain_inputs, predictions_from_file, targets, tree_problem,
                                      with_kiwi_pos, write_conllu, write_tsv)
@@ -80,29 +80,43 @@ def compare(records: Sequence[DpSentence], aligned: Sequence[dict]) -> Compariso
 
 
 TASK = TaskSpec(
-    code="dp", title="DP dependency parsing", folder="klue-dp-v1.1",
-    train_file="klue-dp-v1.1_train.tsv", dev_file="klue-dp-v1.1_dev.tsv",
-    texts=lambda records: [r.text for r in records],
-    load=load_tsv_or_conllu, from_hf=from_hf,
-    load_input=load_input,
-    as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"mst": ModelEntry(MstParser),
-            "mst-kiwi": ModelEntry(MstParser, {"pos": "kiwi"}),
-            # One perceptron of first order (arcs alone): a quarter of the passes, each cheaper to decode.
-            "fast": ModelEntry(MstParser, {"perceptrons": 1, "order": 1}),
-            "trivial": ModelEntry(AttachToNextParser)},
-    default_model="mst",
-    predict=predict, score=score, tally=tally,
-    headline=("uas_micro_f1", "las_micro_f1", "uas_macro_f1", "las_macro_f1"),
-    prediction_files=PredictionFiles("JSONL with one prediction per line, the official TSV, or CoNLL-U",
-                                     from_file=predictions_from_file,
-                                     writers={"tsv": write_tsv, "conllu": write_conllu}),
-    model_for_pos={"gold": "mst", "kiwi": "mst-kiwi"},
-    prediction_example='{"guid": "klue-dp-v1_dev_00000_wikitree", "heads": [2, 6, 4, 6, 6, 0], '
-                       '"deprels": ["NP", "NP_SBJ", "NP_MOD", "NP_AJT", "NP_OBJ", "VP"]}',
-    compare=compare,
-    distinct_copy=distinct_copy,
-    saved_types=(MstParser, AttachToNextParser, ArcFeaturizer, OrderedLogisticRegression, DictVectorizer),
+    code="dp",
+    title="DP dependency parsing",
+    folder="klue-dp-v1.1",
+    train_file="klue-dp-v1.1_train.tsv",
+    dev_file="klue-dp-v1.1_dev.tsv",
+    reading=Reading(
+        texts=lambda records: [r.text for r in records],
+        load=load_tsv_or_conllu,
+        from_hf=from_hf,
+        load_input=load_input,
+        as_records=as_records,
+        plain_inputs=plain_inputs,
+        distinct_copy=distinct_copy,
+    ),
+    modelling=Modelling(
+        targets=targets,
+        models={"mst": ModelEntry(MstParser),
+                "mst-kiwi": ModelEntry(MstParser, {"pos": "kiwi"}),
+                # One perceptron of first order (arcs alone): a quarter of the passes, each cheaper to decode.
+                "fast": ModelEntry(MstParser, {"perceptrons": 1, "order": 1}),
+                "trivial": ModelEntry(AttachToNextParser)},
+        default_model="mst",
+        predict=predict,
+        model_for_pos={"gold": "mst", "kiwi": "mst-kiwi"},
+        saved_types=(MstParser, AttachToNextParser, ArcFeaturizer, OrderedLogisticRegression, DictVectorizer),
+    ),
+    scoring=Scoring(
+        score=score,
+        tally=tally,
+        headline=("uas_micro_f1", "las_micro_f1", "uas_macro_f1", "las_macro_f1"),
+        prediction_files=PredictionFiles("JSONL with one prediction per line, the official TSV, or CoNLL-U",
+                                         from_file=predictions_from_file,
+                                         writers={"tsv": write_tsv, "conllu": write_conllu}),
+        prediction_example='{"guid": "klue-dp-v1_dev_00000_wikitree", "heads": [2, 6, 4, 6, 6, 0], '
+                           '"deprels": ["NP", "NP_SBJ", "NP_MOD", "NP_AJT", "NP_OBJ", "VP"]}',
+        compare=compare,
+    ),
     presentation=Presentation(drawer=html.draw_dp),
     benchmarks=Benchmarks(grow=grown.eojeols, size_unit="eojeols", peer="udpipe"),
 )

@@ -12,8 +12,9 @@ from baselines.metrics import scoring, tallies
 from baselines.models.linear import OrderedLogisticRegression
 from baselines.metrics.teaching import Comparison
 from baselines.data import grown
-from baselines.taskspec import (Presentation, Benchmarks, TFIDF_PARTS, ModelEntry, PredictionError, PredictionFiles,
-                                Requirement, TaskSpec, align_predictions, check_numbers)
+from baselines.taskspec import (Reading as TaskReading, Modelling, Scoring, Links, Presentation, Benchmarks,
+                                TFIDF_PARTS, ModelEntry, PredictionError, PredictionFiles, Requirement, TaskSpec,
+                                align_predictions, check_numbers)
 from baselines.tasks.mrc.candidates import (FEATURE_INDEX, FEATURE_NAMES, QUESTION_TYPES, QuestionView,
                                             candidate_spans, question_type, question_view, related_words)
 from baselines.tasks.mrc.data import (MrcAnswer, MrcQuestion, as_records, distinct_copy, from_hf, load, load_input,
@@ -145,31 +146,49 @@ def compare(records: Sequence[MrcQuestion], aligned: Sequence[dict]) -> Comparis
 
 
 TASK = TaskSpec(
-    code="mrc", title="MRC machine reading comprehension", folder="klue-mrc-v1.1",
-    train_file="klue-mrc-v1.1_train.json", dev_file="klue-mrc-v1.1_dev.json",
-    texts=lambda records: [t for r in records for t in (r.context, r.question)],
-    load=load, from_hf=from_hf,
-    load_input=load_input,
-    as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"span-ranker": ModelEntry(SpanRanker),
-            # alpha set to the most penalised of RANKER_ALPHAS, which converges in the fewest iterations, instead of
-            # chosen from all four in grouped folds (a set 0.1 took longer than the search, which starts each fit
-            # from the more penalised one's weights; without neighbours the reader was slower still).
-            "fast": ModelEntry(SpanRanker, {"alpha": 1.0}),
-            "trivial": ModelEntry(EmptyAnswerReader)},
-    default_model="span-ranker",
-    predict=predict, score=score, tally=tally, breakdown="exact_match", headline=("exact_match", "rouge_w"),
-    group=lambda record: record.context,
-    prediction_files=PredictionFiles("JSONL with one prediction per line, or a {question_id: answer} object",
-                                     from_object=predictions_from_json),
-    prediction_example='{"guid": "klue-mrc-v1_dev_01891", "answer": "뉴 740Li 25주년 에디션"}',
-    compare=compare,
-    distinct_copy=distinct_copy,
-    # The reader's answer typing: --param ner_train=FILE fits the NER task's default model for it.
-    requires=(Requirement("ner", "ner_train", "tagger", "a KLUE-NER training file in the official TSV format, for "
-                          "the reader's tagger"),),
-    saved_types=(SpanRanker, EmptyAnswerReader, AnswerTypeModel, AnswerDecision, Retrieval, ListwiseRanker, Pipeline,
-                 StandardScaler, OrderedLogisticRegression, DictVectorizer, *TFIDF_PARTS, Analyse, MorphemeNgrams),
+    code="mrc",
+    title="MRC machine reading comprehension",
+    folder="klue-mrc-v1.1",
+    train_file="klue-mrc-v1.1_train.json",
+    dev_file="klue-mrc-v1.1_dev.json",
+    reading=TaskReading(
+        texts=lambda records: [t for r in records for t in (r.context, r.question)],
+        load=load,
+        from_hf=from_hf,
+        load_input=load_input,
+        as_records=as_records,
+        plain_inputs=plain_inputs,
+        group=lambda record: record.context,
+        distinct_copy=distinct_copy,
+    ),
+    modelling=Modelling(
+        targets=targets,
+        models={"span-ranker": ModelEntry(SpanRanker),
+                # alpha set to the most penalised of RANKER_ALPHAS, which converges in the fewest iterations, instead of
+                # chosen from all four in grouped folds (a set 0.1 took longer than the search, which starts each fit
+                # from the more penalised one's weights; without neighbours the reader was slower still).
+                "fast": ModelEntry(SpanRanker, {"alpha": 1.0}),
+                "trivial": ModelEntry(EmptyAnswerReader)},
+        default_model="span-ranker",
+        predict=predict,
+        saved_types=(SpanRanker, EmptyAnswerReader, AnswerTypeModel, AnswerDecision, Retrieval, ListwiseRanker,
+                     Pipeline, StandardScaler, OrderedLogisticRegression, DictVectorizer, *TFIDF_PARTS, Analyse,
+                     MorphemeNgrams),
+    ),
+    scoring=Scoring(
+        score=score,
+        tally=tally,
+        breakdown="exact_match",
+        headline=("exact_match", "rouge_w"),
+        prediction_files=PredictionFiles("JSONL with one prediction per line, or a {question_id: answer} object",
+                                         from_object=predictions_from_json),
+        prediction_example='{"guid": "klue-mrc-v1_dev_01891", "answer": "뉴 740Li 25주년 에디션"}',
+        compare=compare,
+    ),
+    links=Links(
+        requires=(Requirement("ner", "ner_train", "tagger", "a KLUE-NER training file in the official TSV format, for "
+                              "the reader's tagger"),),
+    ),
     presentation=Presentation(drawer=html.draw_mrc, page_form="passage"),
     benchmarks=Benchmarks(grow=grown.field_grown("context")),
 )

@@ -28,8 +28,8 @@ from baselines.models.params import (FOLDS_OR_OFF, ITERATIONS, NEIGHBOURS, NON_N
                               StrOptions)
 from baselines.metrics.teaching import Comparison
 from baselines.data import grown
-from baselines.taskspec import (Presentation, Benchmarks, ModelEntry, PredictionError, Requirement, TaskSpec,
-                                align_predictions, copy_marker, jsonl_records)
+from baselines.taskspec import (Reading, Modelling, Scoring, Links, Presentation, Benchmarks, ModelEntry,
+                                PredictionError, Requirement, TaskSpec, align_predictions, copy_marker, jsonl_records)
 from features.align import char_to_eojeol, char_to_morpheme
 from features.analysis import analyze
 from features.characters import char_class, shape
@@ -798,28 +798,46 @@ def distinct_copy(record: NerSentence, copy: int) -> NerSentence:
 
 
 TASK = TaskSpec(
-    code="ner", title="NER named entity recognition", folder="klue-ner-v1.1",
-    train_file="klue-ner-v1.1_train.tsv", dev_file="klue-ner-v1.1_dev.tsv",
-    texts=lambda records: [r.text for r in records],
-    load=load, from_hf=from_hf,
-    load_input=load_input,
-    as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"crf": ModelEntry(CharacterCRF),
-            # Passive-aggressive training (a third of L-BFGS's fit), 5 passes, no neighbours and the compact features:
-            # 1.6 entity F1 below the full features by 3-fold CV, for two fifths less time
-            # (results/tuning/ner-fast.json).
-            "fast": ModelEntry(CharacterCRF, {"algorithm": "pa", "epochs": 5, "neighbours": 0, "compact": True}),
-            "trivial": ModelEntry(AllOutsideTagger)}, default_model="crf",
-    predict=predict, score=score, tally=tally, breakdown="entity_f1", headline=("entity_macro_f1", "char_macro_f1"),
-    prediction_example='{"guid": "klue-ner-v1_dev_00001-wikitree", "tags": ["B-PS", "O", "O", ...]}',
-    compare=compare,
-    distinct_copy=distinct_copy,
-    # The CRF's gazetteer: --param re_train=FILE.
-    requires=(Requirement("re", "re_train", "gazetteer", "a KLUE-RE training file (official JSON), whose typed "
-                          "subject and object entities become the NER CRF's gazetteer", provides="gazetteer"),),
-    saved_types=(CharacterCRF, AllOutsideTagger),
-    entity_errors=entity_errors,
-    trainer_score=scoring.score_ner,
+    code="ner",
+    title="NER named entity recognition",
+    folder="klue-ner-v1.1",
+    train_file="klue-ner-v1.1_train.tsv",
+    dev_file="klue-ner-v1.1_dev.tsv",
+    reading=Reading(
+        texts=lambda records: [r.text for r in records],
+        load=load,
+        from_hf=from_hf,
+        load_input=load_input,
+        as_records=as_records,
+        plain_inputs=plain_inputs,
+        distinct_copy=distinct_copy,
+    ),
+    modelling=Modelling(
+        targets=targets,
+        models={"crf": ModelEntry(CharacterCRF),
+                # Passive-aggressive training (a third of L-BFGS's fit), 5 passes, no neighbours and the compact
+                # features: 1.6 entity F1 below the full features by 3-fold CV, for two fifths less time
+                # (results/tuning/ner-fast.json).
+                "fast": ModelEntry(CharacterCRF, {"algorithm": "pa", "epochs": 5, "neighbours": 0, "compact": True}),
+                "trivial": ModelEntry(AllOutsideTagger)},
+        default_model="crf",
+        predict=predict,
+        saved_types=(CharacterCRF, AllOutsideTagger),
+    ),
+    scoring=Scoring(
+        score=score,
+        tally=tally,
+        breakdown="entity_f1",
+        headline=("entity_macro_f1", "char_macro_f1"),
+        prediction_example='{"guid": "klue-ner-v1_dev_00001-wikitree", "tags": ["B-PS", "O", "O", ...]}',
+        compare=compare,
+        entity_errors=entity_errors,
+        trainer_score=scoring.score_ner,
+    ),
+    links=Links(
+        requires=(Requirement("re", "re_train", "gazetteer", "a KLUE-RE training file (official JSON), whose typed "
+                              "subject and object entities become the NER CRF's gazetteer", provides="gazetteer"),),
+    ),
     presentation=Presentation(drawer=html.draw_ner, legend=html.entity_legend),
     benchmarks=Benchmarks(grow=grown.repeated, peer="plain-crf", doctor_fits_default=True),
 )

@@ -25,9 +25,9 @@ from baselines.models.params import (FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, 
                               POSITIVE, SEED)
 from baselines.runtime.parallel import local_jobs
 from baselines.data import grown
-from baselines.taskspec import (Presentation, Benchmarks, PEER_SEPARATOR, HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS,
-                                ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
-                                compare_labels, jsonl_records, label_predictions)
+from baselines.taskspec import (Reading, Modelling, Scoring, Presentation, Benchmarks, PEER_SEPARATOR,
+                                HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions,
+                                check_gold_labels, check_labels, compare_labels, jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.morphemes import Analysis
 from features.normalize import nfc_fields
@@ -536,25 +536,41 @@ def compare(records: Sequence[NliExample], aligned: Sequence[dict]):
 
 
 TASK = TaskSpec(
-    code="nli", title="NLI natural language inference", folder="klue-nli-v1.1",
-    train_file="klue-nli-v1.1_train.json", dev_file="klue-nli-v1.1_dev.json",
-    texts=lambda records: [t for r in records for t in (r.premise, r.hypothesis)],
-    load=load, from_hf=from_hf,
-    load_input=load_input,
-    as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"tfidf-lr": ModelEntry(InferenceClassifier), "fast": ModelEntry(CharacterInferenceClassifier),
-            "trivial": ModelEntry(MostFrequentInference, {"strategy": "prior"})},
-    default_model="tfidf-lr",
-    predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("accuracy",),
-    group=lambda record: record.premise,  # a premise's hypotheses share its words: one fold holds them all
-    prediction_example='{"guid": "klue-nli-v1_dev_00000", "label": "contradiction"}',
-    compare=compare,
-    saved_types=(InferenceClassifier, CharacterInferenceClassifier, MostFrequentInference,
-                 OrderedLogisticRegression, DictVectorizer, *TFIDF_PARTS,
-                 CharacterNgrams, MorphemeNgrams, HistGradientBoostingClassifier, *HIST_GRADIENT_BOOSTING_PARTS,
-                 "sklearn._loss.link.MultinomialLogit", "sklearn._loss.loss.HalfMultinomialLoss",
-                 "sklearn._loss._loss.CyHalfMultinomialLoss", "sklearn.preprocessing._label.LabelEncoder"),
-    trainer_score=scoring.score_nli,
+    code="nli",
+    title="NLI natural language inference",
+    folder="klue-nli-v1.1",
+    train_file="klue-nli-v1.1_train.json",
+    dev_file="klue-nli-v1.1_dev.json",
+    reading=Reading(
+        texts=lambda records: [t for r in records for t in (r.premise, r.hypothesis)],
+        load=load,
+        from_hf=from_hf,
+        load_input=load_input,
+        as_records=as_records,
+        plain_inputs=plain_inputs,
+        group=lambda record: record.premise,
+    ),
+    modelling=Modelling(
+        targets=targets,
+        models={"tfidf-lr": ModelEntry(InferenceClassifier), "fast": ModelEntry(CharacterInferenceClassifier),
+                "trivial": ModelEntry(MostFrequentInference, {"strategy": "prior"})},
+        default_model="tfidf-lr",
+        predict=label_predictions,
+        saved_types=(InferenceClassifier, CharacterInferenceClassifier, MostFrequentInference,
+                     OrderedLogisticRegression, DictVectorizer, *TFIDF_PARTS,
+                     CharacterNgrams, MorphemeNgrams, HistGradientBoostingClassifier, *HIST_GRADIENT_BOOSTING_PARTS,
+                     "sklearn._loss.link.MultinomialLogit", "sklearn._loss.loss.HalfMultinomialLoss",
+                     "sklearn._loss._loss.CyHalfMultinomialLoss", "sklearn.preprocessing._label.LabelEncoder"),
+    ),
+    scoring=Scoring(
+        score=score,
+        tally=tally,
+        breakdown="class_f1",
+        headline=("accuracy",),
+        prediction_example='{"guid": "klue-nli-v1_dev_00000", "label": "contradiction"}',
+        compare=compare,
+        trainer_score=scoring.score_nli,
+    ),
     presentation=Presentation(drawer=html.draw_labelled, page_form="pair"),
     benchmarks=Benchmarks(grow=grown.first_of_pair, peer="fasttext",
                           peer_text=lambda record: f"{record.premise} {PEER_SEPARATOR} {record.hypothesis}"),

@@ -23,9 +23,9 @@ from baselines.models.explain import LinearExplanation
 from baselines.models.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, POSITIVE, SEED, HasMethods, Interval
 from baselines.models.priors import adapt_to_priors
 from baselines.data import grown
-from baselines.taskspec import (Presentation, Benchmarks, ModelEntry, PredictionError, Requirement, TaskSpec,
-                                align_predictions, check_labels, compare_labels, is_finite_number, jsonl_records,
-                                label_predictions)
+from baselines.taskspec import (Reading, Modelling, Scoring, Resources, Links, Presentation, Benchmarks, ModelEntry,
+                                PredictionError, Requirement, TaskSpec, align_predictions, check_labels, compare_labels,
+                                is_finite_number, jsonl_records, label_predictions)
 from features.align import morphemes_in_span
 from features.analysis import analyze
 from features.morphemes import Analysis, eojeol_spans
@@ -396,7 +396,7 @@ class RelationClassifier(TaskModel, LinearExplanation, ClassifierMixin, BaseEsti
     parser : fitted dependency parser or None
         A model with this toolkit's DP predict (raw sentences -> (heads, relations) per eojeol) whose trees
         give dependency_path_features; None leaves them out. `--param dp_train=FILE` fits DP's parser on a
-        KLUE-DP training file, with Kiwi's tags, at first order with one perceptron (TASK.requires).
+        KLUE-DP training file, with Kiwi's tags, at first order with one perceptron (TASK.links.requires).
     max_iter : int
     random_state : int
 
@@ -628,35 +628,53 @@ def marked_sentence(record) -> str:
 
 
 TASK = TaskSpec(
-    code="re", title="RE relation extraction", folder="klue-re-v1.1",
-    train_file="klue-re-v1.1_train.json", dev_file="klue-re-v1.1_dev.json", extra_files=(RELATION_LIST,),
-    optional_extras=(RELATION_LIST,),
-    texts=lambda records: [r.sentence for r in records],
-    load=load, from_hf=from_hf, check_resource_labels=check_resource_labels,
-    load_input=load_input,
-    as_records=as_records, plain_inputs=plain_inputs,
-    load_resources=load_resources, targets=targets,
-    models={"features-lr": ModelEntry(RelationClassifier),
-            # The quickest fit within the spread between folds of the best (results/tuning/re-fast.json).
-            "fast": ModelEntry(EojeolRelationClassifier, {"C": 0.5, "max_iter": 50}),
-            "trivial": ModelEntry(RelationPrior, {"strategy": "prior"})},
-    default_model="features-lr",
-    predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("micro_f1", "auprc"),
-    group=lambda record: record.sentence,  # pairs of one sentence share its words: one fold holds them all
-    mentions=lambda records: [(entity.word, entity.type) for r in records for entity in (r.subject, r.object)],
-    prediction_example='{"guid": "klue-re-v1_dev_00000", "label": "no_relation", '
-                       '"probs": {"no_relation": 0.91, "per:title": 0.02, ...}}',
-    compare=compare,
-    # The dependency-path features' parser: --param dp_train=FILE. RE's sentences are raw text, so the parser
-    # learns from Kiwi's tags, as it will see them. First order with one perceptron: in 2-fold CV on the RE
-    # training pairs its paths scored as the default third-order parser's did, at a third of its parsing time
-    # (results/tuning/README.md).
-    requires=(Requirement("dp", "dp_train", "parser", "a KLUE-DP training file in the official TSV format, whose "
-                          "trees train the parser of the RE dependency-path features",
-                          settings=(("pos", "kiwi"), ("order", 1), ("perceptrons", 1))),),
-    saved_types=(RelationClassifier, EojeolRelationClassifier, RelationPrior,
-                 OrderedLogisticRegression, DictVectorizer),
-    trainer_score=scoring.score_re,
+    code="re",
+    title="RE relation extraction",
+    folder="klue-re-v1.1",
+    train_file="klue-re-v1.1_train.json",
+    dev_file="klue-re-v1.1_dev.json",
+    reading=Reading(
+        texts=lambda records: [r.sentence for r in records],
+        load=load,
+        from_hf=from_hf,
+        load_input=load_input,
+        as_records=as_records,
+        plain_inputs=plain_inputs,
+        group=lambda record: record.sentence,
+    ),
+    modelling=Modelling(
+        targets=targets,
+        models={"features-lr": ModelEntry(RelationClassifier),
+                # The quickest fit within the spread between folds of the best (results/tuning/re-fast.json).
+                "fast": ModelEntry(EojeolRelationClassifier, {"C": 0.5, "max_iter": 50}),
+                "trivial": ModelEntry(RelationPrior, {"strategy": "prior"})},
+        default_model="features-lr",
+        predict=label_predictions,
+        saved_types=(RelationClassifier, EojeolRelationClassifier, RelationPrior,
+                     OrderedLogisticRegression, DictVectorizer),
+    ),
+    scoring=Scoring(
+        score=score,
+        tally=tally,
+        breakdown="class_f1",
+        headline=("micro_f1", "auprc"),
+        prediction_example='{"guid": "klue-re-v1_dev_00000", "label": "no_relation", '
+                           '"probs": {"no_relation": 0.91, "per:title": 0.02, ...}}',
+        compare=compare,
+        trainer_score=scoring.score_re,
+    ),
+    resources=Resources(
+        extra_files=(RELATION_LIST,),
+        optional_extras=(RELATION_LIST,),
+        check_resource_labels=check_resource_labels,
+        load_resources=load_resources,
+    ),
+    links=Links(
+        mentions=lambda records: [(entity.word, entity.type) for r in records for entity in (r.subject, r.object)],
+        requires=(Requirement("dp", "dp_train", "parser", "a KLUE-DP training file in the official TSV format, whose "
+                              "trees train the parser of the RE dependency-path features",
+                              settings=(("pos", "kiwi"), ("order", 1), ("perceptrons", 1))),),
+    ),
     presentation=Presentation(drawer=html.draw_re, page_form="relation"),
     benchmarks=Benchmarks(grow=grown.sentence_extended, peer="fasttext", peer_text=marked_sentence,
                           peer_probabilities=True),

@@ -26,8 +26,8 @@ from baselines.models.params import FOLDS_OR_OFF, ITERATIONS, NGRAM_RANGE, POSIT
 from baselines.errors import caller_stacklevel
 from baselines.metrics.teaching import Comparison
 from baselines.data import grown
-from baselines.taskspec import (Presentation, Benchmarks, HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry,
-                                TaskSpec, align_predictions, check_numbers, jsonl_records)
+from baselines.taskspec import (Reading, Modelling, Scoring, Presentation, Benchmarks, HIST_GRADIENT_BOOSTING_PARTS,
+                                TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_numbers, jsonl_records)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.pairs import EMBEDDING_FEATURES, embedding_alignment, overlap_features
@@ -452,23 +452,38 @@ def compare(records: Sequence[StsExample], aligned: Sequence[dict]) -> Compariso
 
 
 TASK = TaskSpec(
-    code="sts", title="STS semantic textual similarity", folder="klue-sts-v1.1",
-    train_file="klue-sts-v1.1_train.json", dev_file="klue-sts-v1.1_dev.json",
-    texts=lambda records: [t for r in records for t in (r.sentence1, r.sentence2)],
-    load=load, from_hf=records_from_rows,
-    load_input=load_input,
-    as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"features-gbr": ModelEntry(SimilarityRegressor), "fast": ModelEntry(CharacterSimilarityRegressor),
-            "trivial": ModelEntry(TrainingMean, {"strategy": "mean"})},
-    default_model="features-gbr",
-    predict=predict, score=score, tally=tally, headline=("pearsonr", "f1"),
-    prediction_example='{"guid": "klue-sts-v1_dev_00000", "score": 4.2}',
-    compare=compare,
-    saved_types=(SimilarityRegressor, CharacterSimilarityRegressor, TrainingMean,
-                 TruncatedSVD, *TFIDF_PARTS, CharacterNgrams, MorphemeNgrams,
-                 HistGradientBoostingRegressor, *HIST_GRADIENT_BOOSTING_PARTS, "sklearn._loss.link.IdentityLink",
-                 "sklearn._loss.loss.HalfSquaredError", "sklearn._loss._loss.CyHalfSquaredError"),
-    trainer_score=scoring.score_sts,
+    code="sts",
+    title="STS semantic textual similarity",
+    folder="klue-sts-v1.1",
+    train_file="klue-sts-v1.1_train.json",
+    dev_file="klue-sts-v1.1_dev.json",
+    reading=Reading(
+        texts=lambda records: [t for r in records for t in (r.sentence1, r.sentence2)],
+        load=load,
+        from_hf=records_from_rows,
+        load_input=load_input,
+        as_records=as_records,
+        plain_inputs=plain_inputs,
+    ),
+    modelling=Modelling(
+        targets=targets,
+        models={"features-gbr": ModelEntry(SimilarityRegressor), "fast": ModelEntry(CharacterSimilarityRegressor),
+                "trivial": ModelEntry(TrainingMean, {"strategy": "mean"})},
+        default_model="features-gbr",
+        predict=predict,
+        saved_types=(SimilarityRegressor, CharacterSimilarityRegressor, TrainingMean,
+                     TruncatedSVD, *TFIDF_PARTS, CharacterNgrams, MorphemeNgrams,
+                     HistGradientBoostingRegressor, *HIST_GRADIENT_BOOSTING_PARTS, "sklearn._loss.link.IdentityLink",
+                     "sklearn._loss.loss.HalfSquaredError", "sklearn._loss._loss.CyHalfSquaredError"),
+    ),
+    scoring=Scoring(
+        score=score,
+        tally=tally,
+        headline=("pearsonr", "f1"),
+        prediction_example='{"guid": "klue-sts-v1_dev_00000", "score": 4.2}',
+        compare=compare,
+        trainer_score=scoring.score_sts,
+    ),
     presentation=Presentation(drawer=html.draw_labelled, page_form="pair"),
     benchmarks=Benchmarks(grow=grown.first_of_pair, peer="tfidf-cosine"),
 )

@@ -26,8 +26,8 @@ from baselines.models.params import FOLDS, JOBS, MIN_COUNT, POSITIVE, SEED, Inte
 from baselines.metrics.teaching import Comparison, precision_recall_rows
 from baselines.runtime.parallel import local_jobs
 from baselines.data import grown
-from baselines.taskspec import (Presentation, Benchmarks, TFIDF_PARTS, ModelEntry, PredictionError, TaskSpec,
-                                align_predictions, copy_marker)
+from baselines.taskspec import (Reading, Modelling, Scoring, Resources, Presentation, Benchmarks, TFIDF_PARTS,
+                                ModelEntry, PredictionError, TaskSpec, align_predictions, copy_marker)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.vectorize import morpheme_tokens, ngrams
@@ -782,24 +782,45 @@ def distinct_copy(record: WosDialogue, copy: int) -> WosDialogue:
 
 
 TASK = TaskSpec(
-    code="wos", title="WoS dialogue state tracking", folder="wos-v1.1",
-    train_file="wos-v1.1_train.json", dev_file="wos-v1.1_dev.json", extra_files=(ONTOLOGY,),
-    texts=lambda records: [turn.text for r in records for turn in r.turns],
-    load=load, from_hf=records_from_rows, as_records=as_records, check_resource_labels=check_resource_labels,
-    plain_inputs=plain_inputs,
-    load_resources=load_resources, targets=targets,
-    models={"rules-lr": ModelEntry(DialogueStateTracker, from_resources={"ontology": "ontology"}),
-            # What the default's cross-validation chooses, set: the gates are fitted once, not three times.
-            "fast": ModelEntry(DialogueStateTracker, {"none_threshold": 0.8, "context": "history",
-                                                      "condition_rule": True}, from_resources={"ontology": "ontology"}),
-            "trivial": ModelEntry(EmptyStateTracker)},
-    default_model="rules-lr",
-    predict=predict, score=score, tally=tally, breakdown="slot_accuracy", headline=("joint_goal_accuracy", "slot_f1"),
-    prediction_example='{"guid": "wos-v1_dev_00000", "states": [["관광-이름-명동 쇼핑 거리"], [...], ...]}',
-    compare=compare,
-    distinct_copy=distinct_copy,
-    saved_types=(DialogueStateTracker, EmptyStateTracker, ValueFinder, _identity, OrderedLogisticRegression,
-                 *TFIDF_PARTS),
+    code="wos",
+    title="WoS dialogue state tracking",
+    folder="wos-v1.1",
+    train_file="wos-v1.1_train.json",
+    dev_file="wos-v1.1_dev.json",
+    reading=Reading(
+        texts=lambda records: [turn.text for r in records for turn in r.turns],
+        load=load,
+        from_hf=records_from_rows,
+        as_records=as_records,
+        plain_inputs=plain_inputs,
+        distinct_copy=distinct_copy,
+    ),
+    modelling=Modelling(
+        targets=targets,
+        models={"rules-lr": ModelEntry(DialogueStateTracker, from_resources={"ontology": "ontology"}),
+                # What the default's cross-validation chooses, set: the gates are fitted once, not three times.
+                "fast": ModelEntry(DialogueStateTracker,
+                                   {"none_threshold": 0.8, "context": "history", "condition_rule": True},
+                                   from_resources={"ontology": "ontology"}),
+                "trivial": ModelEntry(EmptyStateTracker)},
+        default_model="rules-lr",
+        predict=predict,
+        saved_types=(DialogueStateTracker, EmptyStateTracker, ValueFinder, _identity, OrderedLogisticRegression,
+                     *TFIDF_PARTS),
+    ),
+    scoring=Scoring(
+        score=score,
+        tally=tally,
+        breakdown="slot_accuracy",
+        headline=("joint_goal_accuracy", "slot_f1"),
+        prediction_example='{"guid": "wos-v1_dev_00000", "states": [["관광-이름-명동 쇼핑 거리"], [...], ...]}',
+        compare=compare,
+    ),
+    resources=Resources(
+        extra_files=(ONTOLOGY,),
+        check_resource_labels=check_resource_labels,
+        load_resources=load_resources,
+    ),
     presentation=Presentation(drawer=html.draw_wos, page_form="dialogue"),
     benchmarks=Benchmarks(grow=grown.first_user_turn_grown),
 )

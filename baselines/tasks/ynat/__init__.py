@@ -19,8 +19,9 @@ from baselines.models.estimators import FloorClassifier, TaskModel, plain_text, 
 from baselines.models.explain import LinearExplanation
 from baselines.models.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, POSITIVE, SEED, StrOptions
 from baselines.data import grown
-from baselines.taskspec import (Presentation, Benchmarks, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions,
-                                check_gold_labels, check_labels, compare_labels, jsonl_records, label_predictions)
+from baselines.taskspec import (Reading, Modelling, Scoring, Presentation, Benchmarks, TFIDF_PARTS, ModelEntry,
+                                TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
+                                jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.vectorize import CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, prefetch_neighbours
@@ -262,25 +263,41 @@ def compare(records: Sequence, aligned: Sequence[dict]):
 
 
 TASK = TaskSpec(
-    code="ynat", title="YNAT topic classification", folder="ynat-v1.1",
-    train_file="ynat-v1.1_train.json", dev_file="ynat-v1.1_dev.json",
-    texts=lambda records: [r.title for r in records],
-    load=load, from_hf=from_hf,
-    load_input=load_input,
-    as_records=as_records, plain_inputs=plain_inputs, targets=targets,
-    models={"tfidf-lr": ModelEntry(TopicClassifier),
-            # No Kiwi: character n-grams alone; the range and C best by 3-fold CV on the training titles, and the
-            # fewest iterations within the spread between its folds (results/tuning/ynat-fast*.json).
-            "fast": ModelEntry(TopicClassifier, {"morpheme_ngrams": None, "neighbours": 0, "char_ngrams": (2, 4),
-                                                 "C": 2.0, "max_iter": 100}),
-            "trivial": ModelEntry(MostFrequentTopic, {"strategy": "prior"})},
-    default_model="tfidf-lr",
-    predict=label_predictions, score=score, tally=tally, breakdown="class_f1", headline=("macro_f1",),
-    prediction_example='{"guid": "ynat-v1_dev_00000", "label": "사회"}',
-    compare=compare,
-    saved_types=(TopicClassifier, MostFrequentTopic, OrderedLogisticRegression, FeatureUnion, *TFIDF_PARTS,
-                 CharacterNgrams, MorphemeNgrams, MorphemeNeighbours),
-    trainer_score=scoring.score_ynat,
+    code="ynat",
+    title="YNAT topic classification",
+    folder="ynat-v1.1",
+    train_file="ynat-v1.1_train.json",
+    dev_file="ynat-v1.1_dev.json",
+    reading=Reading(
+        texts=lambda records: [r.title for r in records],
+        load=load,
+        from_hf=from_hf,
+        load_input=load_input,
+        as_records=as_records,
+        plain_inputs=plain_inputs,
+    ),
+    modelling=Modelling(
+        targets=targets,
+        models={"tfidf-lr": ModelEntry(TopicClassifier),
+                # No Kiwi: character n-grams alone; the range and C best by 3-fold CV on the training titles, and the
+                # fewest iterations within the spread between its folds (results/tuning/ynat-fast*.json).
+                "fast": ModelEntry(TopicClassifier, {"morpheme_ngrams": None, "neighbours": 0, "char_ngrams": (2, 4),
+                                                     "C": 2.0, "max_iter": 100}),
+                "trivial": ModelEntry(MostFrequentTopic, {"strategy": "prior"})},
+        default_model="tfidf-lr",
+        predict=label_predictions,
+        saved_types=(TopicClassifier, MostFrequentTopic, OrderedLogisticRegression, FeatureUnion, *TFIDF_PARTS,
+                     CharacterNgrams, MorphemeNgrams, MorphemeNeighbours),
+    ),
+    scoring=Scoring(
+        score=score,
+        tally=tally,
+        breakdown="class_f1",
+        headline=("macro_f1",),
+        prediction_example='{"guid": "ynat-v1_dev_00000", "label": "사회"}',
+        compare=compare,
+        trainer_score=scoring.score_ynat,
+    ),
     presentation=Presentation(drawer=html.draw_labelled),
     benchmarks=Benchmarks(grow=grown.repeated, peer="fasttext", peer_text=lambda record: record.title,
                           doctor_fits_default=True),
