@@ -26,14 +26,26 @@ MOVED = {
     "scale": "baselines.bench.scale", "peers": "baselines.bench.peers", "determinism": "baselines.bench.determinism",
     "budget": "baselines.bench.budget", "reproduce": "baselines.bench.reproduce",
 }
-# Modules that stay but gave names to others (searched in order), for one release: 0.3 moves results.py's records,
-# tables and generated pages out of it, and 0.4 drops the old names.
+# Modules that stay but gave names to others (searched in order), and the release in which the old names go: 0.3
+# moves results.py's records, tables and generated pages out of it, and 0.4 drops those old names.
 NAMES_MOVED_OUT = {
-    "baselines.runner.results": ("baselines.runner.result_files", "baselines.runner.tables",
-                                 "baselines.runner.generated_docs"),
+    "baselines.runner.results": (("baselines.runner.result_files", "baselines.runner.tables",
+                                  "baselines.runner.generated_docs"), "0.4"),
+    # the analysis benchmark, which the module was before 0.2 made it this folder
+    "baselines.bench": (("baselines.bench.analysis",), "0.3"),
 }
 # Names that changed as well as moved: (old module, old name) -> the new name in one of its modules.
 RENAMED = {("driver", "resolve_data"): "locate"}
+
+
+# The release in which each kind of old name goes: the modules of 0.1 in 0.3, what 0.3 moved in 0.4.
+MODULES_GO_IN, NAMES_GO_IN = "0.3", "0.4"
+
+
+def warn_moved(old: str, new: str, release: str) -> None:
+    """The one deprecation of the project: an old name that still works, said with where it is now and the release
+    in which it goes (modules, names moved out of a module, TaskSpec's flat fields)."""
+    warnings.warn(f"{old} is now {new}; the old name goes in release {release}", DeprecationWarning, stacklevel=3)
 
 
 class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -51,12 +63,10 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module) -> None:
         new = MOVED[module.__name__[len("baselines."):]]
         if isinstance(new, tuple):
-            warnings.warn(f"{module.__name__} is now {' and '.join(new)}; the old name goes in the next release",
-                          DeprecationWarning, stacklevel=2)
+            warn_moved(module.__name__, " and ".join(new), MODULES_GO_IN)
             sys.modules[module.__name__] = SplitModule(module.__name__, [importlib.import_module(n) for n in new])
             return
-        warnings.warn(f"{module.__name__} is now {new}; the old name goes in the next release",
-                      DeprecationWarning, stacklevel=2)
+        warn_moved(module.__name__, new, MODULES_GO_IN)
         sys.modules[module.__name__] = importlib.import_module(new)
 
 
@@ -79,11 +89,11 @@ def moved_out(module_name: str):
     """A module-level __getattr__ for `module_name`: a name that moved out of it (NAMES_MOVED_OUT) is found where it
     is now, with a DeprecationWarning that names its new module."""
     def getattr_moved(name: str):
-        for new in NAMES_MOVED_OUT[module_name]:
+        homes, release = NAMES_MOVED_OUT[module_name]
+        for new in homes:
             module = importlib.import_module(new)
-            if hasattr(module, name):
-                warnings.warn(f"{module_name}.{name} is now {new}.{name}; the old name goes in release 0.4",
-                              DeprecationWarning, stacklevel=2)
+            if hasattr(module, name) and not name.startswith("_"):
+                warn_moved(f"{module_name}.{name}", f"{new}.{name}", release)
                 return getattr(module, name)
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
     return getattr_moved

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from sklearn.feature_extraction.text import TfidfTransformer, TfidfVectorizer
 
+from baselines import _moved
 from baselines.data import formats, hf
 from baselines.data.cards import official_names
 from baselines.display import html as html_display
@@ -291,8 +292,7 @@ class TaskSpec:
         group = GROUP_OF.get(name)
         if group is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        warnings.warn(f"TaskSpec.{name} is now TaskSpec.{group}.{name}; the flat name goes in release 0.4",
-                      DeprecationWarning, stacklevel=2)
+        _moved.warn_moved(f"TaskSpec.{name}", f"TaskSpec.{group}.{name}", _moved.NAMES_GO_IN)
         return getattr(object.__getattribute__(self, group), name)
 
     # Files as the data layer knows them (cards.TaskFiles).

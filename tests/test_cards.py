@@ -90,7 +90,7 @@ def test_a_card_that_tells_other_than_its_task_stops_the_task_from_loading(monke
 def test_a_flat_name_of_0_2_reads_its_group_with_a_warning_until_0_4():
     from baselines.taskspec import GROUP_OF
     spec = get_task("nli")
-    with pytest.warns(DeprecationWarning, match=r"^TaskSpec\.headline is now TaskSpec\.scoring\.headline; the flat "
+    with pytest.warns(DeprecationWarning, match=r"^TaskSpec\.headline is now TaskSpec\.scoring\.headline; the old "
                                                 r"name goes in release 0\.4$"):
         assert spec.headline == ("accuracy",)
     for name, group in GROUP_OF.items():
