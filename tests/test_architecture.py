@@ -285,8 +285,8 @@ def test_test_modules_share_helpers_one_way():
 
 def test_names_moved_out_of_results_still_reach_their_new_home_with_a_warning():
     from baselines.runner import results, tables
-    with pytest.warns(DeprecationWarning, match=r"results\.format_score is now baselines\.runner\.tables\.format_score; "
-                                                r"the old name goes in release 0\.4"):
+    with pytest.warns(DeprecationWarning, match=r"results\.format_score is now baselines\.runner\.tables\."
+                                                r"format_score; the old name goes in release 0\.4"):
         assert results.format_score is tables.format_score
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         results.no_such_name  # noqa: B018
