@@ -175,6 +175,12 @@ class Reading:
     # file (NER and DP have prefixes of it, MRC and WoS only part of dev).
     distinct_copy: Callable[[Any, int], Any] | None = None
 
+    def group_keys(self, records: Sequence) -> list:
+        """Each record's group, which folds and hold-outs keep whole, or its position where records stand alone."""
+        if self.group is None:
+            return list(range(len(records)))
+        return [self.group(record) for record in records]
+
 
 def _no_resources(files: dict[str, Path]) -> dict:
     return {}

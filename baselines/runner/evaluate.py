@@ -151,8 +151,7 @@ def training_subset(task: TaskSpec, records: Sequence, fraction: float, seed: in
         raise UsageError(f"a training fraction must be in (0, 1], not {fraction}")
     if fraction == 1:
         return list(records)
-    group = task.reading.group
-    keys = [group(record) for record in records] if group is not None else list(range(len(records)))
+    keys = task.reading.group_keys(records)
     distinct = list(dict.fromkeys(keys))
     order = np.random.default_rng(seed).permutation(len(distinct))
     kept = {distinct[i] for i in order[:max(1, round(fraction * len(distinct)))]}

@@ -57,7 +57,7 @@ def fold_splits(task: TaskSpec, records: Sequence, folds: int, seed: int) -> lis
     indices = np.arange(len(records))
     if task.reading.group is not None:
         splitter = GroupKFold(n_splits=folds, shuffle=True, random_state=seed)
-        return list(splitter.split(indices, groups=[task.reading.group(record) for record in records]))
+        return list(splitter.split(indices, groups=task.reading.group_keys(records)))
     return list(KFold(n_splits=folds, shuffle=True, random_state=seed).split(indices))
 
 
@@ -97,7 +97,7 @@ def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 def fold_count_problem(task: TaskSpec, records: Sequence, folds: int, data: str = "the training data"
                        ) -> str | None:
     """Why `folds` folds cannot be cut from `records` (fewer records, or groups, than folds), or None."""
-    units = len({task.reading.group(record) for record in records}) if task.reading.group is not None else len(records)
+    units = len(set(task.reading.group_keys(records)))
     kind = "groups" if task.reading.group is not None else "records"
     return f"{folds} folds need at least {folds} {kind}, and {data} has {units}" if units < folds else None
 
