@@ -2,6 +2,7 @@
 refused before anything in them runs, with one `Error:` line."""
 from __future__ import annotations
 
+import copy
 import gc
 import hashlib
 import io
@@ -305,18 +306,25 @@ def test_crf_weights_that_are_not_a_crfsuite_model_are_refused(tmp_path, monkeyp
     assert "not a readable model" in error
 
 
+@pytest.fixture(scope="module")
+def small_boosted_sts():
+    """STS's boosted trees, fitted once on the sample for the damage cases below, which only read it."""
+    spec = get_task("sts")
+    records = spec.reading.load(sample_file("sts", "train"))
+    model = spec.modelling.models["features-gbr"].build().set_params(max_iter=5, svd_components=5)
+    return model.fit(records, spec.modelling.targets(records))
+
+
 @pytest.mark.parametrize("damage, expected", [("loop", "points outside the tree or back"),
                                                ("outside", "points outside the tree or back"),
                                                ("feature", "splits on a feature that the model does not have"),
                                                ("categorical", "categorical split")])
-def test_boosted_trees_whose_indices_would_read_outside_them_are_refused(tmp_path, damage, expected):
+def test_boosted_trees_whose_indices_would_read_outside_them_are_refused(tmp_path, small_boosted_sts, damage,
+                                                                         expected):
     """scikit-learn walks a boosted tree by the child and feature indices it stores, unchecked: a model file
     whose tree loops or points outside is refused, not run."""
     pytest.importorskip("skops.io", reason="the secure extra (skops) is not installed")
-    spec = get_task("sts")
-    records = spec.reading.load(sample_file("sts", "train"))
-    model = spec.modelling.models["features-gbr"].build().set_params(max_iter=5, svd_components=5)
-    model.fit(records, spec.modelling.targets(records))
+    model = copy.deepcopy(small_boosted_sts)  # each case damages its own copy of the one fitted model
     nodes = model.regressor_._predictors[0][0].nodes
     split = int(np.flatnonzero(nodes["is_leaf"] == 0)[-1])
     if damage == "loop":
