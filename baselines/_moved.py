@@ -90,6 +90,10 @@ def moved_out(module_name: str):
     is now, with a DeprecationWarning that names its new module."""
     def getattr_moved(name: str):
         homes, release = NAMES_MOVED_OUT[module_name]
+        if f"{module_name}.{name}" in homes:
+            # A package's own submodule, asked for before it is imported (`from baselines.bench import analysis`):
+            # the module itself, not a name of the same spelling inside it.
+            return importlib.import_module(f"{module_name}.{name}")
         for new in homes:
             module = importlib.import_module(new)
             if hasattr(module, name) and not name.startswith("_"):
