@@ -17,7 +17,9 @@ Teaching     `explain`, `check_explainable`, `explanation_table`, `report`, `rep
              `report_figure_paths`, `compare`, `show`, `analyze`, `features`, `use_korean_font`,
              `learning_curve_figure`, `results_figure`
 A class      `train_all`, `ready_model`, `class_model`
-Benchmarks   `scale`, `peers`, `determinism`
+Setting up   `download`, `doctor`
+Benchmarks   `scale`, `peers`, `determinism`, `analysis_speed`, `long_inputs`, `budget`, `reproduce`,
+             `recorded_version_notes`
 
 Every function takes a task code ('ynat', 'sts', 'nli', 'ner', 're', 'dp', 'mrc', 'wos'). Files may be
 official files, Hugging Face `klue` exports (baselines.data.hf) or the raw JSONL that `predict` reads; errors are
@@ -28,40 +30,41 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
-import json
 import os
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
-from sklearn.base import clone
-
 from baselines.data.locate import TaskData
 from baselines.data.locate import locate as find_data
-from baselines.data import hf
+from baselines.data import hf, sources
 from baselines.display import html as html_display
 from baselines.display.html import Shown
 
 from baselines.metrics import significance
 
-from baselines.runner import (build, evaluate as evaluation, persistence, plots, ready, result_files, results, tables,
-                              tuning)
+from baselines.runner import (build, evaluate as evaluation, figures, jobs as running, persistence, plots, ready,
+                              reports, results, tables)
 
 from baselines.runtime import progress
+from baselines.bench import analysis as analysis_bench
+from baselines.bench import budget as budget_bench
 from baselines.bench import determinism as determinism_bench
+from baselines.bench import doctor as doctor_checks
+from baselines.bench import long_inputs as long_inputs_bench
+from baselines.bench import reproduce as reproduce_bench
 from baselines.bench import peers as peers_bench
 from baselines.bench import scale as scale_bench
-from baselines.metrics import teaching, trainer_metrics
-from baselines.data.fileio import (DataError, absolute_path, check_output_file, check_output_folder, read_json,
-                                   write_jsonl_atomic)
+from baselines.metrics import trainer_metrics
+from baselines.data.fileio import DataError, check_output_file, check_output_folder, write_jsonl_atomic  # noqa: F401
 from baselines.runtime.parallel import Workers, local_jobs
 from baselines.runner.registry import TASK_CODES, all_tasks, get_task, task_code
-from baselines.taskspec import TaskSpec, align_predictions
+from baselines.taskspec import TaskSpec
 from features import analysis
 from features.morphemes import eojeol_spans
+# DataError, PredictionError and UsageError are what every function raises: callers catch them as api.DataError, ...
 from baselines.errors import caller_stacklevel, PredictionError, SampleDataWarning, setting, UsageError
-from baselines.runtime.provenance import code_version, machine, versions
+from baselines.runtime.provenance import versions
 
 PathLike = str | os.PathLike
 Log = Callable[[str], None]
@@ -76,6 +79,13 @@ _IN_API_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("in_api_call
 
 def _is_path(value: Any) -> bool:
     return isinstance(value, (str, os.PathLike))
+
+
+def _path_or_none(value: PathLike | None, expand: bool = False) -> Path | None:
+    """A folder or file given by name, as a Path (with ~ read where `expand`); None stays None."""
+    if value is None:
+        return None
+    return Path(value).expanduser() if expand else Path(value)
 
 
 def _named_task(function: Callable) -> Callable:
@@ -422,36 +432,8 @@ def explain(task: str, model: Any, top_k: int = 10, inputs: PathLike | Sequence 
     table for a notebook."""
     spec = get_task(task)
     check_explainable(task, model, inputs is not None)
-
-    def listed(weights: list[tuple[str, float]]) -> list[dict]:
-        return [{"feature": feature, "weight": weight} for feature, weight in weights]
-
-    explanation: dict[str, Any] = {"task": task, "estimator": type(model).__name__, "sections": {
-        section: listed(weights) for section, weights in model.top_features(top_k).items()}}
-    rows = [{"section": section, "feature": item["feature"], "weight": item["weight"]}
-            for section, items in explanation["sections"].items() for item in items]
-    if inputs is not None:
-        records = _input_records(spec, inputs)
-        guids, plain = [record.guid for record in records], spec.reading.plain_inputs(records)
-        if hasattr(model, "feature_contributions"):
-            explanation["examples"] = [
-                {"guid": guid, "input": shown, "prediction": label, "features": listed(features)}
-                for guid, shown, (label, features) in zip(guids, plain,
-                                                          model.feature_contributions(records, per_input))]
-            rows += [{"guid": example["guid"], "prediction": example["prediction"], **item}
-                     for example in explanation["examples"] for item in example["features"]]
-        else:
-            explanation["examples"] = [
-                {"guid": guid, "input": shown, "characters": [
-                    {"character": row["character"], "tag": row["tag"], "features": listed(row["features"])}
-                    for row in characters]}
-                for guid, shown, characters in zip(guids, plain, model.character_contributions(records, per_input))]
-            rows += [{"guid": example["guid"], "position": position, "character": character["character"],
-                      "tag": character["tag"], **item}
-                     for example in explanation["examples"]
-                     for position, character in enumerate(example["characters"]) for item in character["features"]]
-    explanation["rows"] = rows
-    return explanation
+    records = None if inputs is None else _input_records(spec, inputs)
+    return reports.explanation(spec, model, top_k, records, per_input)
 
 
 def analyze(text: str) -> Any:
@@ -535,7 +517,6 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
     with plots_dir, each run's report figures (see report_figures) and the results chart (results_figure).
     `command` is recorded as the command that produced the results (`reproduce` reruns it). With cv, `jobs`
     folds are fitted at once on the joblib `backend` (the scores do not change)."""
-    workers = Workers(jobs, backend)
     codes = [task_code(task) for task in tasks] or list(TASK_CODES)
     _show_progress(log)
     if (train or dev) and len(codes) != 1:
@@ -544,41 +525,12 @@ def run(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLi
     if params and len(codes) != 1:
         raise UsageError(f"{setting('--param', 'params')} set one model's hyper-parameters: give exactly "
                          f"one task")
-    # Every task's data and every output folder is checked before the first model trains.
     task_data = {code: locate(code, data_dir, train, dev, log) for code in codes}
     names = {code: model_name(code, model, pos) for code in codes}
-    for folder in (predictions_dir, results_dir or "results"):
-        if folder is not None:
-            check_output_folder(Path(folder))
-    plots_dir = _figures_folder(plots_dir)
-    for code, data in task_data.items():
-        if data.is_sample and results_dir is not None:
-            results.check_sample_can_be_recorded(Path(results_dir), code)
-    records = []
-    for code, data in task_data.items():
-        record, predictions = evaluation.evaluate_task(get_task(code), data, model_name=names[code], seed=seed, cv=cv,
-                                                   log=log, params=params or None, workers=workers)
-        if command is not None:
-            record["command"] = command
-        records.append(record)
-        # Printed from the six-digit metrics, as the results table is: the four-digit headline would round twice.
-        log(f"{code}: " + ", ".join(f"{k} {tables.format_score(record['metrics'][k])}" for k in record["headline"])
-            + f" ({sum(record['seconds'].values()):.1f}s, peak {tables.memory_cell(record['peak_rss_mb'])} MiB)")
-        if predictions_dir is not None:
-            path = Path(predictions_dir) / f"{result_files.run_file_stem(record)}.jsonl"
-            write_jsonl_atomic(path, predictions)
-            log(f"{code}: predictions written to {path}")
-        if plots_dir is not None:
-            built = report(code, data.dev, predictions, errors=0, data_dir=data_dir)
-            for path in report_figures(built, plots_dir, result_files.run_file_stem(record)):
-                log(f"{code}: figure written to {path}")
-        folder = results.destination(results_dir, data.is_sample)
-        if folder is not None:
-            log(f"{code}: recorded in {results.record_run(folder, record, predictions)}")
-    folder = results.destination(results_dir, any(data.is_sample for data in task_data.values()))
-    if plots_dir is not None and tables.chart_rows(_runs_by_task(folder or records)):
-        log(f"results chart written to {results_figure(folder or records, plots_dir)}")
-    return records
+    return running.run_tasks(task_data, names, seed=seed, cv=cv, params=params or None, workers=Workers(jobs, backend),
+                             results_dir=_path_or_none(results_dir), predictions_dir=_path_or_none(predictions_dir),
+                             plots_dir=figures.figures_folder(plots_dir), command=command,
+                             data_dir=_path_or_none(data_dir, expand=True), log=log)
 
 
 def seed_spread(tasks: Sequence[str], seeds: Sequence[int], model: str | None = None, *,
@@ -593,28 +545,11 @@ def seed_spread(tasks: Sequence[str], seeds: Sequence[int], model: str | None = 
     codes = [task_code(task) for task in tasks] or list(TASK_CODES)
     if (train or dev or params) and len(codes) != 1:
         raise UsageError("training or dev files and hyper-parameters name one task's: give exactly one task")
-    spread = []
-    for code in codes:
-        data, name = locate(code, data_dir, train, dev, log), model_name(code, model, pos)
-        # Whether the model takes a seed is a property of its class: its defaults tell, no file of params needed.
-        _name, estimator = build.build_model(get_task(code), name, 0, resources(code, data_dir, train))
-        seeded = any(key in ("seed", "random_state") for key in estimator.get_params(deep=False))
-        records = []
-        for seed in seeds if seeded else seeds[:1]:
-            log(f"{code}: seed {seed}")
-            record, _predictions = evaluation.evaluate_task(get_task(code), data, model_name=name, seed=seed, cv=cv,
-                                                            log=log, params=params or None,
-                                                            workers=Workers(jobs, backend))
-            records.append(record)
-        for metric in records[0]["headline"]:
-            scores = [record["metrics"][metric] for record in records]
-            defined = [score for score in scores if score is not None]
-            spread.append({"task": code, "model": records[0]["model"], "metric": metric, "seeded": seeded,
-                           "seeds": list(seeds if seeded else seeds[:1]), "scores": scores,
-                           "mean": float(np.mean(defined)) if defined else None,
-                           "std": float(np.std(defined, ddof=1)) if len(defined) > 1 else None,
-                           "min": min(defined, default=None), "max": max(defined, default=None)})
-    return spread
+    task_data = {code: locate(code, data_dir, train, dev, log) for code in codes}
+    names = {code: model_name(code, model, pos) for code in codes}
+    return running.seed_spread(task_data, names, list(seeds), cv=cv, params=params or None,
+                               task_resources=lambda code: resources(code, data_dir, train),
+                               workers=Workers(jobs, backend), log=log)
 
 
 @_named_task
@@ -627,31 +562,10 @@ def learning_curve(task: str, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1),
     dialogues), as `bench learning-curve` reports them; written to results_dir/learning-curve/ (default
     ./results; on the shipped sample only where results_dir is given), and drawn in plots_dir when given
     (see learning_curve_figure)."""
-    spec = get_task(task)
-    workers = Workers(jobs, backend)
     data = locate(task, data_dir, train, dev, log)
-    folder = results.destination(results_dir, data.is_sample)
-    if folder is not None:
-        check_output_folder(folder / "learning-curve")
-    plots_dir = _figures_folder(plots_dir)
-    points = []
-    for fraction in fractions:
-        record, _predictions = evaluation.evaluate_task(spec, data, model_name=model, seed=seed, cv=cv, log=log,
-                                                    train_fraction=fraction, params=params or None,
-                                                    workers=workers)
-        points.append({"fraction": fraction, **{
-            key: record[key] for key in ("trained_on", "headline", "fold_headline", "metrics", "seconds", "peak_rss_mb")
-            if key in record}})
-        log(f"{task}: {fraction:g} of the training data: "
-            + ", ".join(f"{k} {tables.format_score(record['metrics'][k])}" for k in record["headline"]))
-    report = results.learning_curve_report(record, points, command)
-    if folder is not None:
-        path = results.write_result(folder, folder / "learning-curve" / f"{result_files.run_file_stem(record)}.json",
-                                    report)
-        log(f"{task}: written to {path}")
-    if plots_dir is not None:
-        log(f"{task}: figure written to {learning_curve_figure(report, plots_dir)}")
-    return report
+    return running.learning_curve(task, data, fractions, model, seed=seed, cv=cv, params=params or None,
+                                  workers=Workers(jobs, backend), results_dir=_path_or_none(results_dir),
+                                  plots_dir=figures.figures_folder(plots_dir), command=command, log=log)
 
 
 @_named_task
@@ -664,35 +578,9 @@ def tune(task: str, grid: dict[str, Sequence], model: str | None = None, *, fold
     `jobs` fits (trials x folds) run at once on the joblib `backend`, with the same report. A key that names
     another task's training file (NER's re_train, MRC's ner_train) takes such files, or None for none. Returns
     the report and that path."""
-    spec = get_task(task)
-    workers = Workers(jobs, backend)
     path = training_file(task, data_dir, train, log)
-    folder = Path(results_dir) / "tuning"
-    check_output_folder(folder)
-    records, _targets = load_xy(task, path)
-    task_resources = resources(task, data_dir, path)
-    spec.resources.check_resource_labels(records, task_resources, Path(path))
-    name, estimator = build.build_model(spec, model, seed, task_resources)
-    grid, shown_files = build.grid_with_requirements(spec, name, estimator, grid, seed, log)
-    build.check_params(name, estimator, grid)
-    for point in tuning.grid_points(grid):
-        build.check_values(name, clone(estimator).set_params(**point))
-    problem = tuning.fold_count_problem(spec, records, folds)
-    if problem:
-        raise UsageError(f"{setting(f'--folds {folds}', f'folds={folds}')}: {problem}")
-    report = tuning.grid_search(spec, estimator, records, task_resources, grid, spec.scoring.headline[0], folds, seed,
-                                log, workers)
-    for trial in report["trials"]:
-        trial["params"] = dict(shown_files[key][id(value)] if key in shown_files else (key, value)
-                               for key, value in trial["params"].items())
-    report["best"] = report["trials"][0]["params"]
-    report.update({"task": task, "model": name, "train": evaluation.describe_file(path, len(records))})
-    if command is not None:
-        report["command"] = command
-    report["versions"] = versions()
-    report["machine"] = machine()
-    path = results.write_result(Path(results_dir), folder / f"{task}-{name}.json", report)
-    return report, path
+    return running.tune(task, path, resources(task, data_dir, path), grid, model, folds=folds, seed=seed,
+                        results_dir=Path(results_dir), command=command, workers=Workers(jobs, backend), log=log)
 
 
 @_named_task
@@ -773,45 +661,15 @@ def compare(task: str, gold: PathLike | Sequence, predictions_a: PathLike | Sequ
     if not 1 <= resamples <= significance.MAX_RESAMPLES:
         raise UsageError(f"resamples must be 1 to {significance.MAX_RESAMPLES:,}, not {resamples:,}")
     spec = get_task(task)
-    records, resources = _gold(spec, gold, data_dir)
-    rows_a, metrics_a = _checked(spec, records, resources, predictions_a, predictions_format, log)
-    rows_b, metrics_b = _checked(spec, records, resources, predictions_b, predictions_format, log)
-    try:
-        headline, breakdown = significance.chosen_metrics(spec, metrics, (metrics_a, metrics_b))
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-    compared = significance.paired_bootstrap(spec, records, rows_a, rows_b, resources, metrics=headline + breakdown,
-                                             resamples=resamples, seed=seed, n_jobs=local_jobs(jobs),
-                                             progress=progress, observed=(metrics_a, metrics_b))
-    rows = compared.pop("metrics")
-    compared["metrics"] = rows[:len(headline)]
-    breakdown_rows = rows[len(headline):]
-    for row, adjusted in zip(breakdown_rows, significance.holm([row["p_value"] for row in breakdown_rows])):
-        row["p_holm"] = adjusted  # corrected for testing as many differences as the breakdown has rows
-    compared["breakdown"] = sorted(breakdown_rows, key=lambda row: -abs(row["difference"] or 0.0))
-    compared.update(_reviewer_answers(spec, records, rows_a, rows_b, examples))
-    compared["anchors"] = tables.anchors_beside(task, [row["metric"] for row in compared["metrics"]])
+    records, task_resources = _gold(spec, gold, data_dir)
+    compared = reports.compared_systems(
+        spec, records, task_resources,
+        _checked(spec, records, task_resources, predictions_a, predictions_format, log),
+        _checked(spec, records, task_resources, predictions_b, predictions_format, log),
+        metrics=metrics, resamples=resamples, seed=seed, n_jobs=local_jobs(jobs), progress=progress,
+        examples=examples)
     return {"task": task, **{name: str(value) for name, value in (
         ("gold", gold), ("a", predictions_a), ("b", predictions_b)) if _is_path(value)}, **compared}
-
-
-def _reviewer_answers(spec: TaskSpec, records: list, rows_a: list[dict], rows_b: list[dict], examples: int) -> dict:
-    """What `compare` adds to the bootstrap: McNemar's exact test where each record is wholly right or wrong,
-    both systems' entity errors where the task has spans, and `examples` records a group where they differ."""
-    aligned = [align_predictions(records, rows) for rows in (rows_a, rows_b)]
-    comparisons = [spec.scoring.compare(records, rows) for rows in aligned]
-    answers: dict[str, Any] = {}
-    if comparisons[0].right_or_wrong:
-        answers["mcnemar"] = {"unit": comparisons[0].unit,
-                              **significance.mcnemar(comparisons[0].wrong, comparisons[1].wrong)}
-    if spec.scoring.entity_errors is not None:
-        answers["entities"] = {system: spec.scoring.entity_errors(records, rows, examples)
-                               for system, rows in zip("ab", aligned)}
-    if examples:
-        answers["examples"] = significance.disagreements(
-            comparisons[0].wrong, comparisons[1].wrong, comparisons[0].shown, comparisons[1].shown,
-            [record.guid for record in records], spec.reading.plain_inputs(records), examples)
-    return answers
 
 
 @_named_task
@@ -824,97 +682,39 @@ def report(task: str, gold: PathLike | Sequence, predictions: PathLike | Sequenc
     its figures are drawn there too (see report_figures) and listed under 'figures': figures of an earlier report
     there are replaced only with overwrite=True (a notebook cell run again), else refused before any work."""
     spec = get_task(task)
-    plots_dir = _figures_folder(plots_dir)
+    plots_dir = figures.figures_folder(plots_dir)
     if plots_dir is not None and not overwrite:
-        earlier = [path.name for path in report_figure_paths(plots_dir, task) if path.exists()]
-        if earlier:  # they may be another run's figures
-            raise UsageError(f"{plots_dir} already holds {', '.join(earlier)} from an earlier report: give "
-                             f"another {setting('--plots', 'plots')} folder, remove them, or "
-                             f"{setting('--overwrite', 'overwrite=True')}")
+        figures.check_no_earlier_report(plots_dir, task)
     records, rows, metrics = _scored(spec, gold, predictions, data_dir, predictions_format, log)
-    aligned = align_predictions(records, rows)
-    comparison = spec.scoring.compare(records, aligned)
-    built: dict[str, Any] = {"task": task, "unit": comparison.unit, "metrics": result_files.jsonable_scores(metrics, 4)}
-    if comparison.gold:
-        built["classes"] = teaching.per_class(comparison)
-        built["confusion"] = teaching.confusion(comparison)
-    if comparison.groups:
-        built["groups"] = {"by": comparison.group_by, "rows": comparison.groups}
-    built["errors"] = teaching.worst_errors(comparison, [r.guid for r in records],
-                                            spec.reading.plain_inputs(records), errors)
-    built["errors_ranked_by"] = comparison.ranked_by
-    if spec.scoring.entity_errors is not None:
-        built["entities"] = spec.scoring.entity_errors(records, aligned, errors)
+    built = reports.teaching_report(spec, records, rows, metrics, errors)
     if plots_dir is not None:
-        built["figures"] = [str(path) for path in report_figures(built, plots_dir)]
+        built["figures"] = [str(path) for path in figures.report_figures(built, plots_dir)]
     return built
-
-
-def _runs_by_task(runs: PathLike | Sequence[dict]) -> dict[str, dict]:
-    """{task: {run name: record}} of a results folder, or of run records."""
-    if _is_path(runs):
-        return result_files.all_runs(Path(runs))
-    by_task: dict[str, dict] = {}
-    for record in runs:
-        by_task.setdefault(record["task"], {})[result_files.run_name(record)] = record
-    return by_task
-
-
-def _figures_folder(folder: PathLike | None) -> Path | None:
-    """The folder figures go to, checked (the plots extra installed, the folder writable) before any long
-    work; None stays None."""
-    if folder is None:
-        return None
-    try:
-        plots.check_available()
-    except plots.PlotsUnavailable as error:
-        raise UsageError(str(error)) from None
-    check_output_folder(Path(folder))
-    return Path(folder)
 
 
 def report_figures(built: dict, folder: PathLike, stem: str | None = None) -> list[Path]:
     """The figures of a report (as `report` returns it) where the task has classes: the confusion heat map
     <stem>-confusion.png and F1 per class beside chance <stem>-f1-per-class.png (stem: the task code).
     Needs the `plots` extra."""
-    folder, stem = _figures_folder(folder), stem or built["task"]
-    confusion_path, f1_path = report_figure_paths(folder, stem)
-    title = f"{built['task'].upper()}: {{}} (one count per {built['unit']})"
-    written = []
-    if built.get("confusion"):
-        written.append(plots.confusion_heatmap(built["confusion"]["labels"], built["confusion"]["matrix"],
-                                               title.format("confusion matrix"), confusion_path))
-    if built.get("classes"):
-        written.append(plots.f1_bars(built["classes"], title.format("F1 per class"), f1_path))
-    return written
+    return figures.report_figures(built, folder, stem)
 
 
 def report_figure_paths(folder: Path, stem: str) -> tuple[Path, Path]:
     """Where report_figures draws the confusion heat map and the F1 bars."""
-    return folder / f"{stem}-confusion.png", folder / f"{stem}-f1-per-class.png"
+    return figures.report_figure_paths(Path(folder), stem)
 
 
 def learning_curve_figure(curve: dict | PathLike, folder: PathLike) -> Path:
     """A learning curve (as `learning_curve` returns it, or its file) drawn as <task>-<model>-learning-curve.png,
     with the spread of the per-fold scores where it was cross-fitted. Needs the `plots` extra."""
-    folder = _figures_folder(folder)
-    if _is_path(curve):
-        path = Path(curve)
-        curve = read_json(path)
-        if not isinstance(curve, dict) or not isinstance(curve.get("points"), list) or not curve["points"]:
-            raise DataError(path, "the file", "a learning curve as `bench learning-curve` writes it (its 'points')")
-    return plots.learning_curve(curve, folder / f"{result_files.run_file_stem(curve)}-learning-curve.png")
+    return figures.learning_curve_figure(curve, folder)
 
 
 def results_figure(runs: PathLike | Sequence[dict], folder: PathLike) -> Path:
     """The results chart, results.png: each task's headline scores between its trivial floor and the neural
     anchors, from a results folder (every recorded run) or from run records such as `run` returns. Needs the
     `plots` extra."""
-    folder = _figures_folder(folder)
-    rows = tables.chart_rows(_runs_by_task(runs))
-    if not rows:
-        raise UsageError("no recorded scores of the tasks' default models to chart")
-    return plots.results_chart(rows, folder / "results.png")
+    return figures.results_figure(runs, folder)
 
 
 @_named_task
@@ -934,7 +734,7 @@ def scale(task: str, sizes: Sequence[float] = scale_bench.SIZES, model: str | No
     task's report there. Returns the report and its path."""
     folder = Path(results_dir) / "scale"
     check_output_folder(folder)
-    plots_dir = _figures_folder(plots_dir)
+    plots_dir = figures.figures_folder(plots_dir)
     report = scale_bench.bench_scale(task, sizes, model, seed, data_dir, train, dev, command, log)
     stem = task if report["model"] == get_task(task).modelling.default_model else f"{task}-{report['model']}"
     path = results.write_result(Path(results_dir), folder / f"{stem}.json", report)
@@ -956,20 +756,84 @@ def peers(task: str, *, data_dir: PathLike | None = None, train: PathLike | None
     chart of score against seconds of every task there. Returns the report and the file's path."""
     results_dir = Path(results_dir)
     check_output_folder(results_dir)
-    plots_dir = _figures_folder(plots_dir)
+    plots_dir = figures.figures_folder(plots_dir)
     report = peers_bench.bench_peers(task, seed, data_dir, train, dev, command, rounds, log)
-    path = results_dir / "peers.json"
-    with results.locked(results_dir):
-        try:
-            earlier = json.loads(path.read_text(encoding="utf-8")).get("tasks", {})
-        except (OSError, ValueError, AttributeError):
-            earlier = {}  # absent or unreadable: it is this command's own output, started afresh
-        merged = {"tasks": {**(earlier if isinstance(earlier, dict) else {}), task: report}}
-        written = results.write_result(results_dir, path, merged)  # the lock is re-entrant: read and write as one
+    written = peers_bench.record_report(results_dir, task, report)
     if plots_dir is not None:
         figure = plots.peers_chart(tables.peers_reports(results_dir), plots_dir / "peers.png")
         log(f"{task}: figure written to {figure}")
     return report, written
+
+
+def analysis_speed(tasks: Sequence[str] = (), *, data_dir: PathLike | None = None, limit: int | None = None,
+                   results_dir: PathLike = "results", command: str | None = None, log: Log = progress.say
+                   ) -> tuple[dict, Path]:
+    """`bench analysis`: characters per second of raw Kiwi and of this toolkit's analyser with a cold and a warm
+    cache, on the texts of the tasks' files in data_dir (the first `limit`); written to
+    results_dir/analysis.json. Returns the report and its path."""
+    codes = [task_code(task) for task in tasks] or list(TASK_CODES)
+    return analysis_bench.analysis_report([get_task(code) for code in codes], _path_or_none(data_dir, expand=True),
+                                          limit, Path(results_dir), command, log)
+
+
+def long_inputs(tasks: Sequence[str] = (), *, results_dir: PathLike = "results", command: str | None = None,
+                log: Log = progress.say) -> tuple[dict, Path]:
+    """`bench long-inputs`: seconds and peak memory of one input of growing size, predicted by each task's
+    default model fitted on the shipped sample; written to results_dir/long-inputs.json. Returns the report and
+    its path."""
+    codes = [task_code(task) for task in tasks] or list(TASK_CODES)
+    return long_inputs_bench.long_inputs_report(codes, Path(results_dir), command, log)
+
+
+def budget(tasks: Sequence[str], run_command: Any, *, results_dir: PathLike = "results", fast: bool = False,
+           command: str | None = None, log: Log = progress.say) -> tuple[dict, Path]:
+    """`bench budget`: each task's default row of results_dir (its fast row with `fast`) rerun as `reproduce`
+    reruns it, as a multiple of raw Kiwi on the same texts; written to results_dir/budget.json
+    (budget-fast.json). `run_command` is the command line's `run` (baselines.cli.scores.run), which reads the
+    recorded commands. Returns the report and its path."""
+    codes = [task_code(task) for task in tasks] or list(TASK_CODES)
+    return budget_bench.bench_and_record(Path(results_dir), codes, run_command, command, log, fast)
+
+
+def recorded_version_notes(tasks: Sequence[str] = (), results_dir: PathLike = "results") -> list[str]:
+    """One line per library whose installed version is not the one that results_dir's rows recorded: a score may
+    move with it. `reproduce` says them before it reruns anything."""
+    codes = [task_code(task) for task in tasks] or list(TASK_CODES)
+    return reproduce_bench.version_notes(reproduce_bench.recorded_commands(Path(results_dir), codes), versions())
+
+
+def reproduce(tasks: Sequence[str], run_command: Any, *, results_dir: PathLike = "results",
+              log: Log = progress.say) -> tuple[list, list[str]]:
+    """`reproduce`: rerun the commands recorded in results_dir (each with an empty cache, into a temporary folder)
+    and compare each row's committed and rerun headline scores. `run_command` is the command line's `run`
+    (baselines.cli.scores.run), which reads the recorded commands. Returns the comparisons (reproduce.Comparison)
+    and the notes on the code and the machine that recorded the rows that differ."""
+    codes = [task_code(task) for task in tasks] or list(TASK_CODES)
+    comparisons = reproduce_bench.reproduce(Path(results_dir), codes, run_command, log=log)
+    if not comparisons:
+        raise UsageError(f"no recorded runs in {results_dir}")
+    return comparisons, reproduce_bench.provenance_notes(comparisons)
+
+
+def download(tasks: Sequence[str] = (), *, data_dir: PathLike | None = None, mirror: str | None = None,
+             progress_bar: Any = None, log: Log = progress.say) -> tuple[Path, list[Path]]:
+    """`download`: fetch the tasks' official KLUE v1.1 files (all tasks by default) into data_dir (default
+    $KLUE_DATA_DIR, else the per-user cache) or from `mirror`, verifying size and sha256. `progress_bar` makes a
+    bar for each file (see baselines.data.sources). Returns the folder and the files that are ready."""
+    codes = [task_code(task) for task in tasks] or list(TASK_CODES)
+    target = sources.download_dir(data_dir)
+    check_output_folder(target)
+    return target, sources.download([get_task(code) for code in codes], target, mirror=mirror,
+                                    progress=progress_bar, log=log)
+
+
+def doctor(*, data_dir: PathLike | None = None, models_dir: PathLike | None = None,
+           results_dir: PathLike | None = None, log: Log = progress.say) -> list:
+    """`doctor`: every check of the install (Python, Kiwi, each task's floor on the sample, data, extras, ready
+    models, and the versions results_dir's rows recorded), as doctor.Check rows; a check whose `ok` is False
+    failed."""
+    return doctor_checks.run_checks(_path_or_none(data_dir), _path_or_none(models_dir), log,
+                                    _path_or_none(results_dir))
 
 
 def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir: PathLike | None = None,
@@ -991,25 +855,5 @@ def determinism(tasks: Sequence[str] = (), model: str | None = None, *, data_dir
     folder = results.destination(results_dir, is_sample)
     if folder is not None:
         check_output_folder(folder)
-    arguments = [*codes, "--seed", str(seed), "--cv", str(cv)]
-    for option, value in (("--model", model), ("--pos", pos)):
-        if value is not None:
-            arguments += [option, value]
-    for option, path in (("--data-dir", data_dir), ("--train", train), ("--dev", dev)):
-        if path is not None:  # absolute: the runs start in a scratch folder
-            arguments += [option, str(absolute_path(path))]
-    files = {requirement.file_param for code in codes for requirement in get_task(code).links.requires}
-    for name, value in params.items():
-        if name in files and isinstance(value, (str, os.PathLike)):  # another task's file (re_train): absolute too
-            value = str(absolute_path(value))
-        arguments += ["--param", f"{name}={json.dumps(value)}"]
-    compared = determinism_bench.determinism(arguments, at_once=at_once, log=log)
-    # the default's own name is left out
-    named = model if any(model != get_task(code).modelling.default_model for code in codes) else None
-    report = {"command": command, "task_codes": codes, "model": named, "sample": is_sample, **compared,
-              "versions": versions(), "code": code_version(), "machine": machine()}
-    path = None
-    if folder is not None:
-        path = folder / "determinism.json"
-        results.write_result(folder, path, determinism_bench.merged_file(path, report))
-    return report, path
+    arguments = determinism_bench.run_command_arguments(codes, model, pos, seed, cv, data_dir, train, dev, params)
+    return determinism_bench.bench_and_record(codes, arguments, model, is_sample, command, folder, at_once, log)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -290,3 +292,29 @@ def test_names_moved_out_of_results_still_reach_their_new_home_with_a_warning():
         assert results.format_score is tables.format_score
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         results.no_such_name  # noqa: B018
+
+
+def test_a_package_whose_old_names_moved_out_still_imports_its_own_submodules_unwarned():
+    """baselines.bench's old names (the analysis benchmark's functions) warn; its submodule `analysis`, which also
+    holds a name `analysis`, is the module, with no warning, whether or not it was imported before."""
+    code = ("import warnings; warnings.simplefilter('error'); from baselines.bench import analysis; "
+            "print(analysis.__name__); import baselines.bench as bench\n"
+            "try:\n    bench.analysis_report\nexcept DeprecationWarning as warning:\n    print(warning)")
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert shown.splitlines() == ["baselines.bench.analysis", "baselines.bench.analysis_report is now "
+                                  "baselines.bench.analysis.analysis_report; the old name goes in release 0.3"]
+
+
+def test_every_command_goes_through_the_api():
+    """A command does its work through baselines.api; the exceptions are said: `tasks` lists the cards alone (no
+    task imported, as the API would), `serve` starts the page, which calls the API itself, and the groups."""
+    exempt = {"main", "bench", "tasks", "serve"}
+    bypassing, commands = [], 0
+    for path in sorted((REPO / "baselines" / "cli").glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and node.name not in exempt and any(
+                    re.search(r"\b(command|group)\b", ast.unparse(decorator)) for decorator in node.decorator_list):
+                commands += 1
+                if "api." not in ast.unparse(node):
+                    bypassing.append(f"{path.name}:{node.name}")
+    assert commands >= 18 and not bypassing, f"{commands} commands; those that bypass baselines.api: {bypassing}"

@@ -18,6 +18,7 @@ import click
 
 from baselines.bench import reproduce
 from baselines.errors import UsageError
+from baselines.runner import results
 from baselines.runtime.parallel import answer_in_new_process, in_new_process
 from baselines.runner.registry import get_task
 from baselines.runtime.provenance import code_version, machine, versions
@@ -81,6 +82,17 @@ def bench_budget(results_dir, task_codes: Sequence[str], run_command: click.Comm
     if command is not None:
         report["command"] = command
     return report
+
+
+def bench_and_record(results_dir: Path, task_codes: Sequence[str], run_command: click.Command, command: str | None,
+                     log: Callable[[str], None], fast: bool = False) -> tuple[dict, Path]:
+    """`bench budget`: the report of the tasks' default rows (their fast rows with `fast`), written to
+    results_dir/budget.json (budget-fast.json)."""
+    report = bench_budget(results_dir, task_codes, run_command, command, log, model="fast" if fast else None)
+    if not report["tasks"]:
+        raise UsageError(f"no {'fast' if fast else 'default'} rows to rerun in {results_dir}")
+    path = results_dir / ("budget-fast.json" if fast else "budget.json")
+    return report, results.write_result(results_dir, path, report)
 
 
 if __name__ == "__main__":

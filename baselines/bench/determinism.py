@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from baselines.data.fileio import read_jsonl
+from baselines.data.fileio import absolute_path, read_jsonl
 from baselines.errors import UsageError
-from baselines.runner.registry import TASK_CODES
+from baselines.runner.registry import TASK_CODES, get_task
+from baselines.runner import results
 from baselines.runner.result_files import load_task_results, run_file_stem
+from baselines.runtime.provenance import code_version, machine, versions
 from features.analysis import cpu_info
 
 # OpenBLAS kernels that its DYNAMIC_ARCH builds (numpy's and scipy's wheels) accept on x86-64, each with the CPU
@@ -149,6 +151,26 @@ def compare_runs(runs: Sequence[VariantRun]) -> dict[str, dict]:
     return report
 
 
+def run_command_arguments(codes: Sequence[str], model: str | None, pos: str | None, seed: int, cv: int,
+                          data_dir: str | os.PathLike | None, train: str | os.PathLike | None,
+                          dev: str | os.PathLike | None, params: dict) -> list[str]:
+    """The arguments of `klue-baselines run` that each variant runs: every file absolute, since the runs start
+    in a scratch folder, and each hyper-parameter as JSON."""
+    arguments = [*codes, "--seed", str(seed), "--cv", str(cv)]
+    for option, value in (("--model", model), ("--pos", pos)):
+        if value is not None:
+            arguments += [option, value]
+    for option, path in (("--data-dir", data_dir), ("--train", train), ("--dev", dev)):
+        if path is not None:
+            arguments += [option, str(absolute_path(path))]
+    files = {requirement.file_param for code in codes for requirement in get_task(code).links.requires}
+    for name, value in params.items():
+        if name in files and isinstance(value, (str, os.PathLike)):  # another task's file (re_train): absolute too
+            value = str(absolute_path(value))
+        arguments += ["--param", f"{name}={json.dumps(value)}"]
+    return arguments
+
+
 def determinism(run_arguments: Sequence[str], chosen: Sequence[Variant] | None = None, at_once: int = 1,
                 log: Callable[[str], None] = lambda message: None) -> dict:
     """Run `klue-baselines run <run_arguments>` once per variant and compare the predictions. The first run
@@ -201,3 +223,20 @@ def merged_file(path: Path, report: dict) -> dict:
 
     benches = sorted(kept + [report], key=place)
     return {"identical": all(bench.get("identical") is True for bench in benches), "benches": benches}
+
+
+def bench_and_record(codes: Sequence[str], arguments: Sequence[str], model: str | None, is_sample: bool,
+                     command: str | None, folder: Path | None, at_once: int = 1,
+                     log: Callable[[str], None] = lambda message: None) -> tuple[dict, Path | None]:
+    """`bench determinism`: the variants run and compared, the report written to folder/determinism.json (when a
+    folder is given) in place of the earlier reports on the same tasks and model (see merged_file)."""
+    compared = determinism(arguments, at_once=at_once, log=log)
+    # the default's own name is left out
+    named = model if any(model != get_task(code).modelling.default_model for code in codes) else None
+    report = {"command": command, "task_codes": list(codes), "model": named, "sample": is_sample, **compared,
+              "versions": versions(), "code": code_version(), "machine": machine()}
+    if folder is None:
+        return report, None
+    path = folder / "determinism.json"
+    results.write_result(folder, path, merged_file(path, report))
+    return report, path

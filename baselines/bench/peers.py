@@ -40,7 +40,7 @@ from kiwipiepy import Kiwi
 
 from baselines import errors
 from baselines.data.locate import locate
-from baselines.runner import evaluate as evaluation
+from baselines.runner import evaluate as evaluation, results
 from baselines.errors import UsageError
 from baselines.runtime.provenance import code_version, machine, versions
 
@@ -514,3 +514,15 @@ def bench_peers(code: str, seed: int = 0, data_dir: str | Path | None = None, tr
 if __name__ == "__main__":
     answer_in_new_process(lambda request: measure(**request, log=lambda message: print(message, file=sys.stderr)),
                           sys.argv)
+
+
+def record_report(results_dir: Path, code: str, report: dict) -> Path:
+    """Write `report` into results_dir/peers.json in place of the task's earlier one, keeping the other tasks'."""
+    path = results_dir / "peers.json"
+    with results.locked(results_dir):
+        try:
+            earlier = json.loads(path.read_text(encoding="utf-8")).get("tasks", {})
+        except (OSError, ValueError, AttributeError):
+            earlier = {}  # absent or unreadable: it is this command's own output, started afresh
+        merged = {"tasks": {**(earlier if isinstance(earlier, dict) else {}), code: report}}
+        return results.write_result(results_dir, path, merged)  # the lock is re-entrant: read and write as one

@@ -19,6 +19,8 @@ from baselines.data.fileio import DataError, absolute_path
 from baselines.runner.tables import describe_machine
 from baselines.runner.result_files import load_task_results, task_file
 from baselines.errors import RefusedCommandWarning
+from baselines.runtime.provenance import code_version
+from baselines.runtime.provenance import machine as provenance_machine
 
 PROGRAM = "klue-baselines"
 # The global options a recorded command may carry before `run`; a rerun sets its own cache folder (empty, as a
@@ -248,3 +250,10 @@ def version_notes(commands: dict[str, list[RecordedRow]], installed: dict[str, s
     return [f"{name}: the rows recorded {', '.join(sorted(recorded[name]))}; installed {version}"
             for name, version in installed.items()
             if name != "klue_baselines" and name in recorded and recorded[name] != {version}]
+
+
+def provenance_notes(comparisons: Sequence[Comparison]) -> list[str]:
+    """What `reproduce` says after its table: which rows other code recorded (code_notes, against this
+    checkout's commit) and where the rows that differ were recorded (machine_notes)."""
+    return (code_notes(comparisons, code_version().get("git_commit"))
+            + machine_notes(comparisons, provenance_machine()))

@@ -6,15 +6,9 @@ from pathlib import Path
 import click
 
 from baselines import api
-from baselines.bench import analysis as analysis_bench
-from baselines.bench import budget, long_inputs, reproduce
 from baselines.bench import peers as peers_bench
-from baselines.runner import results, tables
+from baselines.runner import tables
 from baselines.runner.generated_docs import CONSTRAINTS_FILE
-from baselines.errors import UsageError
-from baselines.runtime.provenance import code_version, machine, versions
-
-from baselines.runner.registry import TASK_CODES, get_task
 from baselines.cli._console import _print_table, command_line, console, friendly_errors
 from baselines.cli._options import (cv_option, data_dir_option, dev_option, evaluation_options, model_name_option,
                                     param_option, plots_option, pos_option, results_dir_option, seed_option,
@@ -38,8 +32,8 @@ def bench() -> None:
 @friendly_errors
 def bench_analysis_command(ctx, task_codes, data_dir, limit, results_dir: Path) -> None:
     """Characters per second: raw Kiwi, this layer with a cold cache, with a warm cache."""
-    report, path = analysis_bench.analysis_report([get_task(c) for c in (task_codes or TASK_CODES)], data_dir, limit,
-                                                results_dir, command_line(), console(ctx).log)
+    report, path = api.analysis_speed(task_codes, data_dir=data_dir, limit=limit, results_dir=results_dir,
+                                      command=command_line(), log=console(ctx).log)
     cps = report["characters_per_second"]
     click.echo(f"{report['texts']} texts, {report['characters']} characters, {report['num_workers']} Kiwi threads")
     click.echo(f"raw Kiwi  {cps['raw_kiwi']:>10} chars/s")
@@ -156,8 +150,7 @@ def bench_peers_command(ctx, task: str, data_dir, train_file, dev_file, seed: in
 def bench_long_inputs_command(ctx, task_codes, results_dir: Path) -> None:
     """Seconds and peak memory of one input of growing size (characters; eojeols for DP), predicted by each task's
     default model fitted on the sample (all tasks by default)."""
-    report, path = long_inputs.long_inputs_report(task_codes or TASK_CODES, results_dir, command_line(),
-                                                  console(ctx).log)
+    report, path = api.long_inputs(task_codes, results_dir=results_dir, command=command_line(), log=console(ctx).log)
     _print_table(["task", "size", "seconds", "peak MiB"],
                  [[code, f"{point['size']:,} {task['unit']}", f"{point['seconds']:.1f}",
                    tables.memory_cell(point["peak_rss_mb"])]
@@ -177,12 +170,8 @@ def bench_budget_command(ctx, task_codes, model_name: str, results_dir: Path) ->
     """Rerun each task's default row (all tasks by default; or its fast model's, --model fast) as `reproduce`
     does, time raw Kiwi analysis of the same texts in the same run, and report each task's seconds as a multiple
     of it, with the suite's."""
-    fast = model_name == "fast"
-    report = budget.bench_budget(results_dir, task_codes or TASK_CODES, run, command_line(), console(ctx).log,
-                                 model="fast" if fast else None)
-    if not report["tasks"]:
-        raise UsageError(f"no {model_name} rows to rerun in {results_dir}")
-    path = results.write_result(results_dir, results_dir / ("budget-fast.json" if fast else "budget.json"), report)
+    report, path = api.budget(task_codes, run, results_dir=results_dir, fast=model_name == "fast",
+                              command=command_line(), log=console(ctx).log)
     _print_table(["task", "seconds", "raw Kiwi s", "multiple"],
                  [[code, f"{task['seconds']:.1f}", f"{task['raw_kiwi']['seconds']:.1f}", f"{task['ratio']:.2f}x"]
                   for code, task in report["tasks"].items()])
@@ -234,25 +223,20 @@ def reproduce_command(ctx, task_codes, results_dir: Path) -> None:
     """Rerun the commands recorded in results/ (each with an empty cache, into a temporary folder) and show
     each row's committed and rerun headline scores; exits non-zero on any difference."""
     out = console(ctx)
-    differing = reproduce.version_notes(reproduce.recorded_commands(results_dir, task_codes or TASK_CODES),
-                                        versions())
+    differing = api.recorded_version_notes(task_codes, results_dir)
     for note in differing:
         click.echo(f"Warning: {note}", err=True)
     if differing:
         click.echo(f"Warning: the scores may differ for that; `pip install -c {results_dir / CONSTRAINTS_FILE}` "
                    "installs the versions the rows recorded", err=True)
-    comparisons = reproduce.reproduce(results_dir, task_codes or TASK_CODES, run, log=out.log)
-    if not comparisons:
-        raise UsageError(f"no recorded runs in {results_dir}")
+    comparisons, notes = api.reproduce(task_codes, run, results_dir=results_dir, log=out.log)
     # Four decimals: the digits a record keeps, so that any difference shows.
     _print_table(["task", "run", "metric", "committed", "rerun", ""],
                  [[c.task, c.run, c.metric, tables.format_score(c.committed, digits=4),
                    tables.format_score(c.rerun, digits=4), "same" if c.same else "DIFFERENT"] for c in comparisons])
     different = sum(not c.same for c in comparisons)
     click.echo(f"{len(comparisons) - different} of {len(comparisons)} recorded scores reproduced")
-    for note in reproduce.code_notes(comparisons, code_version().get("git_commit")):
-        click.echo(note)
-    for note in reproduce.machine_notes(comparisons, machine()):
+    for note in notes:
         click.echo(note)
     if different:
         ctx.exit(1)

@@ -5,11 +5,7 @@ from pathlib import Path
 
 import click
 
-from baselines.data import sources
-from baselines.data.fileio import check_output_folder
-
-from baselines.bench import doctor as doctor_checks
-from baselines.runner.registry import TASK_CODES, get_task
+from baselines import api
 from baselines.cli._console import console, friendly_errors
 from baselines.cli._options import task_codes_argument
 from baselines.cli._app import main
@@ -25,10 +21,8 @@ from baselines.cli._app import main
 def download(ctx: click.Context, task_codes: tuple[str, ...], data_dir: Path | None, mirror: str | None) -> None:
     """Fetch and verify the official KLUE v1.1 files (all tasks by default)."""
     out = console(ctx)
-    target = sources.download_dir(data_dir)
-    check_output_folder(target)
-    chosen = [get_task(code) for code in (task_codes or TASK_CODES)]
-    written = sources.download(chosen, target, mirror=mirror, progress=out.progress, log=out.log)
+    target, written = api.download(task_codes, data_dir=data_dir, mirror=mirror, progress_bar=out.progress,
+                                   log=out.log)
     click.echo(f"{len(written)} files ready in {target}")
 
 
@@ -47,7 +41,7 @@ def doctor(ctx, data_dir: Path | None, models_dir: Path | None, results_dir: Pat
     each of STS and NLI trained on the official data). Exits with 1 when a check fails."""
     if results_dir is None and any(Path("results").glob("*.json")):
         results_dir = Path("results")
-    checks = doctor_checks.run_checks(data_dir, models_dir, console(ctx).log, results_dir)
+    checks = api.doctor(data_dir=data_dir, models_dir=models_dir, results_dir=results_dir, log=console(ctx).log)
     for check in checks:
         mark = {True: "ok", False: "FAILED", None: "--"}[check.ok]
         click.echo(f"{mark:6} {check.name:16} {check.detail}")
