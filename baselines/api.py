@@ -13,6 +13,7 @@ Data         `data_file`, `locate`, `training_file`, `load`, `load_xy`, `resourc
 Models       `model_name`, `make_model`, `fit`, `train`, `load_model`, `saved_or_fitted`, `predict`,
              `predict_file`
 Scores       `score`, `read_predictions`, `metric`, `evaluate`, `run`, `seed_spread`, `learning_curve`, `tune`
+Sanity       `probe`
 Teaching     `explain`, `check_explainable`, `explanation_table`, `report`, `report_figures`,
              `report_figure_paths`, `compare`, `show`, `analyze`, `features`, `use_korean_font`,
              `learning_curve_figure`, `results_figure`
@@ -43,8 +44,8 @@ from baselines.display.html import Shown
 
 from baselines.metrics import significance
 
-from baselines.runner import (build, evaluate as evaluation, figures, jobs as running, persistence, plots, ready,
-                              reports, results, tables)
+from baselines.runner import (build, evaluate as evaluation, figures, jobs as running, persistence, plots, probes,
+                              ready, reports, results, tables)
 
 from baselines.runtime import progress
 from baselines.bench import analysis as analysis_bench
@@ -763,6 +764,21 @@ def peers(task: str, *, data_dir: PathLike | None = None, train: PathLike | None
         figure = plots.peers_chart(tables.peers_reports(results_dir), plots_dir / "peers.png")
         log(f"{task}: figure written to {figure}")
     return report, written
+
+
+@_named_task
+def probe(task: str, *, data_dir: PathLike | None = None, train: PathLike | None = None, dev: PathLike | None = None,
+          cv: int = 0, seed: int = 0, results_dir: PathLike | None = None, command: str | None = None, jobs: int = 1,
+          backend: str = "loky", log: Log = progress.say) -> tuple[dict, Path | None]:
+    """`probe`: how much of the task's score the data alone gives away. Each partial-input baseline of the task
+    (NLI from the hypothesis alone, RE from the entity pair alone, ...) is trained and scored as `run` scores the
+    default, between two anchors: the whole input (the default model) and nothing (the trivial floor). Each row
+    has its headline scores, their 95 % bootstrap intervals and the share of the gap between floor and whole
+    input that it closes. Written to results_dir/probes/<task>.json (default ./results; with the shipped sample,
+    only where results_dir is given). Returns the report and its path (None when nothing was written)."""
+    data = locate(task, data_dir, train, dev, log)
+    return probes.probe_and_record(task, data, seed=seed, cv=cv, workers=Workers(jobs, backend),
+                                   results_dir=_path_or_none(results_dir), command=command, log=log)
 
 
 def analysis_speed(tasks: Sequence[str] = (), *, data_dir: PathLike | None = None, limit: int | None = None,

@@ -131,6 +131,32 @@ PEER_MARKS = (PEER_SEPARATOR, "<S>", "</S>", "<O>", "</O>")
 
 
 @dataclass(frozen=True)
+class Probe:
+    """A partial-input baseline (`klue-baselines probe`): the task's model (its default, unless `model` names
+    another) trained and scored on what `shown` leaves of each record, training and dev records alike. The gold
+    labels stay whole, so its score says how much of the task that part of the input gives away."""
+
+    name: str  # short, as the table shows it: 'hypothesis only'
+    sees: str  # what the model is shown, in words: 'the hypothesis; the premise is left empty'
+    shown: Callable[[Sequence], list] | None = None  # records -> the records as the probe shows them; None: whole
+    model: str | None = None
+    # Hyper-parameters over the model's, where the partial input leaves one without meaning (NLI's second stage
+    # folds by premise, and a hypothesis-only probe has none); said in `sees`.
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+# What stands in for a hidden part of an input: one noun ("sentence"), the same in every record, so that the
+# features of that part carry nothing (an empty text leaves some vectorisers without a vocabulary, which fails).
+HIDDEN_TEXT = "문장"
+
+
+def length_in_words(text: str) -> str:
+    """A text's length as the text that stands for it: '17자' (17 characters), which the models' features read as a
+    number and a counter word (a number alone, or a letter repeated, leaves some models no feature at all)."""
+    return f"{len(text)}자"
+
+
+@dataclass(frozen=True)
 class Benchmarks:
     """What the benchmarks (baselines.bench) ask of a task beyond its models and files: how to grow one input for
     `bench long-inputs`, the peer that `bench peers` runs against it, and whether `doctor` fits its default."""
@@ -148,6 +174,9 @@ class Benchmarks:
     # Whether `doctor` fits the default model on the sample: one task of each library the defaults rest on
     # (scikit-learn's linear models, crfsuite), each fitted in a few seconds.
     doctor_fits_default: bool = False
+    # The partial-input baselines of `probe`, besides the two every task has: the whole input (the default model)
+    # and nothing (the trivial floor).
+    probes: tuple[Probe, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,10 @@ COMMANDS = {
                                         "in the README)."),
     "report": ("baselines.cli.scores", "Per-class precision, recall, F1 and support, the confusion matrix and the "
                                        "worst errors of anyone's predictions: what a class looks at after the score."),
+    "probe": ("baselines.cli.sanity", "How much of the score the data alone gives away: partial-input baselines "
+                                      "(NLI from the hypothesis alone, RE from the entity pair alone, ...) trained "
+                                      "and scored as `run` scores the default, between the whole input and the "
+                                      "trivial floor, each with the share of that gap it closes."),
     "reproduce": ("baselines.cli.benchmarks", "Rerun the commands recorded in results/ (each with an empty cache, "
                                               "into a temporary folder) and show each row's committed and rerun "
                                               "headline scores; exits non-zero on any difference."),

@@ -161,12 +161,15 @@ def training_subset(task: TaskSpec, records: Sequence, fraction: float, seed: in
 def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None, seed: int = 0, cv: int = 0,
                   log: Callable[[str], None] = progress.quiet, train_fraction: float = 1.0,
                   params: dict[str, Any] | None = None, fitted: tuple[str, Any] | None = None,
-                  workers: parallel.Workers = parallel.Workers()) -> tuple[dict, list[dict]]:
+                  workers: parallel.Workers = parallel.Workers(),
+                  shown: Callable[[Sequence], list] | None = None) -> tuple[dict, list[dict]]:
     """Train on the train file (and, with cv, on the other dev folds), predict the dev file, score it.
     With train_fraction < 1, each fit sees only that share of its training records (a learning curve).
     `params` are hyper-parameters set over the model's defaults. `fitted`, a (name, fitted model) pair such as
     a saved model, is scored as it is: nothing is trained and the training file is not read. With cv, `workers`
-    says how many folds are fitted at once, and where; the predictions are the same for any setting.
+    says how many folds are fitted at once, and where; the predictions are the same for any setting. `shown`
+    (records -> records) is what the model sees of each record, training and dev alike (a probe's partial
+    input); the gold is scored whole.
 
     Returns the record that `run` writes to results/<task>.json, and the predictions that were scored (one
     per dev record, in its order; out-of-fold with cv).
@@ -175,6 +178,9 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     memory.reset_peak()  # this task's own peak, not that of a task run before it in this process
     data = _checked_setting(task, data, cv, train_fraction, params, fitted)
     resources, train_records, dev_records = _loaded(task, data, watch, log)
+    # What the model reads; the gold records, whole, are what is scored, resampled and grouped into folds.
+    seen_train, seen_dev = (shown(train_records), shown(dev_records)) if shown is not None else (train_records,
+                                                                                                 dev_records)
     name, model = fitted if fitted is not None else watch.measure(
         "fit", lambda: build_model(task, model_name, seed, resources, params, log))
     trained_on: list[int] = []  # records per fit: one, or one per fold
@@ -192,15 +198,15 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     if cv:
         folds = cross_fit_folds(task, dev_records, cv, seed)
         if workers.jobs == 1:
-            predictions = _cross_fitted(task, model, train_records, dev_records, folds, fit, watch)
+            predictions = _cross_fitted(task, model, seen_train, seen_dev, folds, fit, watch)
         else:
-            predictions, spread = _cross_fitted_in_parallel(task, model, name, train_records, dev_records, folds,
+            predictions, spread = _cross_fitted_in_parallel(task, model, name, seen_train, seen_dev, folds,
                                                             train_fraction, seed, workers, trained_on, watch, log)
     else:
         if fitted is None:
-            fit(model, train_records, "")
+            fit(model, seen_train, "")
         log(f"{task.code}: predicting {len(dev_records)} records")
-        predictions = watch.measure("predict", lambda: task.modelling.predict(model, dev_records),
+        predictions = watch.measure("predict", lambda: task.modelling.predict(model, seen_dev),
                                     f"{task.code}: predicting")
     metrics = watch.measure("score", lambda: task.scoring.score(dev_records, predictions, resources))
     fold_headline = watch.measure("score", lambda: [

@@ -1,7 +1,7 @@
 """NLI: does the premise entail, contradict or say nothing about the hypothesis."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -25,9 +25,10 @@ from baselines.models.params import (FOLDS_OR_OFF, ITERATIONS, JOBS, MIN_COUNT, 
                               POSITIVE, SEED)
 from baselines.runtime.parallel import local_jobs
 from baselines.data import grown
-from baselines.taskspec import (Reading, Modelling, Scoring, Presentation, Benchmarks, PEER_SEPARATOR,
-                                HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions,
-                                check_gold_labels, check_labels, compare_labels, jsonl_records, label_predictions)
+from baselines.taskspec import (Reading, Modelling, Scoring, Presentation, Benchmarks, Probe, HIDDEN_TEXT,
+                                PEER_SEPARATOR, HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec,
+                                align_predictions, check_gold_labels, check_labels, compare_labels, jsonl_records,
+                                label_predictions)
 from features.analysis import analyze
 from features.morphemes import Analysis
 from features.normalize import nfc_fields
@@ -535,6 +536,23 @@ def compare(records: Sequence[NliExample], aligned: Sequence[dict]):
     return comparison
 
 
+def hypothesis_only(records: Sequence[NliExample]) -> list[NliExample]:
+    return [replace(record, premise=HIDDEN_TEXT) for record in records]
+
+
+def premise_only(records: Sequence[NliExample]) -> list[NliExample]:
+    return [replace(record, hypothesis=HIDDEN_TEXT) for record in records]
+
+
+# Gururangan et al. (2018) and Poliak et al. (2018): a hypothesis alone tells the label far above chance in SNLI
+# and MNLI, from the words annotators wrote to make a contradiction or an entailment.
+PROBES = (
+    Probe("hypothesis only", "the hypothesis; the premise hidden (stack_folds=0: the second stage folds by premise)",
+          hypothesis_only, params={"stack_folds": 0}),
+    Probe("premise only", "the premise; the hypothesis is hidden", premise_only),
+)
+
+
 TASK = TaskSpec(
     code="nli",
     title="NLI natural language inference",
@@ -573,5 +591,6 @@ TASK = TaskSpec(
     ),
     presentation=Presentation(drawer=html.draw_labelled, page_form="pair"),
     benchmarks=Benchmarks(grow=grown.first_of_pair, peer="fasttext",
-                          peer_text=lambda record: f"{record.premise} {PEER_SEPARATOR} {record.hypothesis}"),
+                          peer_text=lambda record: f"{record.premise} {PEER_SEPARATOR} {record.hypothesis}",
+                          probes=PROBES),
 )

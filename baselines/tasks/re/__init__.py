@@ -23,9 +23,9 @@ from baselines.models.explain import LinearExplanation
 from baselines.models.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, POSITIVE, SEED, HasMethods, Interval
 from baselines.models.priors import adapt_to_priors
 from baselines.data import grown
-from baselines.taskspec import (Reading, Modelling, Scoring, Resources, Links, Presentation, Benchmarks, ModelEntry,
-                                PredictionError, Requirement, TaskSpec, align_predictions, check_labels, compare_labels,
-                                is_finite_number, jsonl_records, label_predictions)
+from baselines.taskspec import (Reading, Modelling, Scoring, Resources, Links, Presentation, Benchmarks, Probe,
+                                ModelEntry, PredictionError, Requirement, TaskSpec, align_predictions, check_labels,
+                                compare_labels, is_finite_number, jsonl_records, label_predictions)
 from features.align import morphemes_in_span
 from features.analysis import analyze
 from features.morphemes import Analysis, eojeol_spans
@@ -627,6 +627,23 @@ def marked_sentence(record) -> str:
     return " ".join(text.split())
 
 
+def pair_only(records: Sequence[ReExample]) -> list[ReExample]:
+    """Each record's two entities, their words and types, as the whole sentence: the subject, a space, the object."""
+    shown = []
+    for record in records:
+        subject, obj = record.subject, record.object
+        start = len(subject.word) + 1
+        shown.append(replace(record, sentence=f"{subject.word} {obj.word}",
+                             subject=Entity(subject.word, 0, len(subject.word) - 1, subject.type),
+                             object=Entity(obj.word, start, start + len(obj.word) - 1, obj.type)))
+    return shown
+
+
+PROBES = (
+    Probe("entity pair only", "the two entities' words and types, without the sentence", pair_only),
+)
+
+
 TASK = TaskSpec(
     code="re",
     title="RE relation extraction",
@@ -677,5 +694,5 @@ TASK = TaskSpec(
     ),
     presentation=Presentation(drawer=html.draw_re, page_form="relation"),
     benchmarks=Benchmarks(grow=grown.sentence_extended, peer="fasttext", peer_text=marked_sentence,
-                          peer_probabilities=True),
+                          peer_probabilities=True, probes=PROBES),
 )

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Integral
 from pathlib import Path
 from typing import Sequence
@@ -26,8 +26,9 @@ from baselines.models.params import FOLDS_OR_OFF, ITERATIONS, NGRAM_RANGE, POSIT
 from baselines.errors import caller_stacklevel
 from baselines.metrics.teaching import Comparison
 from baselines.data import grown
-from baselines.taskspec import (Reading, Modelling, Scoring, Presentation, Benchmarks, HIST_GRADIENT_BOOSTING_PARTS,
-                                TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_numbers, jsonl_records)
+from baselines.taskspec import (Reading, Modelling, Scoring, Presentation, Benchmarks, Probe, HIDDEN_TEXT,
+                                length_in_words, HIST_GRADIENT_BOOSTING_PARTS, TFIDF_PARTS, ModelEntry, TaskSpec,
+                                align_predictions, check_numbers, jsonl_records)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.pairs import EMBEDDING_FEATURES, embedding_alignment, overlap_features
@@ -262,8 +263,12 @@ class SimilarityRegressor(TaskModel, SourceColumns, RegressorMixin, BaseEstimato
         # and its SVD projection depend on that sentence alone, so the slices equal the sides transformed apart.
         matrices = {name: vectorizer.transform(analyses) for name, vectorizer in self.vectorizers_.items()}
         if fit:
-            self.svds_ = {view: TruncatedSVD(self.svd_components, random_state=self.random_state).fit(
-                matrices[view]) for view in LATENT_VIEWS}
+            # No more components than the view has terms: a small or narrow training set (a probe that shows only
+            # lengths) has fewer than svd_components, which TruncatedSVD refuses; a full file has thousands.
+            with np.errstate(divide="ignore", invalid="ignore"):  # a view of one term has no variance to share out
+                self.svds_ = {view: TruncatedSVD(min(self.svd_components, matrices[view].shape[1]),
+                                                 random_state=self.random_state).fit(matrices[view])
+                              for view in LATENT_VIEWS}
         columns = [_row_cosines(matrix[0::2], matrix[1::2]) for matrix in matrices.values()]
         for view, svd in self.svds_.items():
             latent = svd.transform(matrices[view])
@@ -451,6 +456,29 @@ def compare(records: Sequence[StsExample], aligned: Sequence[dict]) -> Compariso
     return comparison
 
 
+def first_sentence_only(records: Sequence[StsExample]) -> list[StsExample]:
+    return [replace(record, sentence2=HIDDEN_TEXT, source=None) for record in records]
+
+
+def lengths_only(records: Sequence[StsExample]) -> list[StsExample]:
+    return [replace(record, sentence1=length_in_words(record.sentence1), sentence2=length_in_words(record.sentence2),
+                    source=None) for record in records]
+
+
+def source_only(records: Sequence[StsExample]) -> list[StsExample]:
+    return [replace(record, sentence1=HIDDEN_TEXT, sentence2=HIDDEN_TEXT) for record in records]
+
+
+# The default reads each pair's source (its domain and how the pair was made) besides the sentences: the probes that
+# show part of the sentences hide it, and one shows it alone.
+PROBES = (
+    Probe("one sentence", "the first sentence; the second and the pair's source are hidden", first_sentence_only),
+    Probe("lengths", "the two sentences' lengths alone (each made '<its length>자'); the source hidden", lengths_only),
+    Probe("source", "the pair's source alone (its domain and how the pair was made); both sentences hidden",
+          source_only),
+)
+
+
 TASK = TaskSpec(
     code="sts",
     title="STS semantic textual similarity",
@@ -485,5 +513,5 @@ TASK = TaskSpec(
         trainer_score=scoring.score_sts,
     ),
     presentation=Presentation(drawer=html.draw_labelled, page_form="pair"),
-    benchmarks=Benchmarks(grow=grown.first_of_pair, peer="tfidf-cosine"),
+    benchmarks=Benchmarks(grow=grown.first_of_pair, peer="tfidf-cosine", probes=PROBES),
 )

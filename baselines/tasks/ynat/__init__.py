@@ -1,7 +1,7 @@
 """YNAT: topic classification of Yonhap news headlines (title only, as in the official setup)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -19,9 +19,9 @@ from baselines.models.estimators import FloorClassifier, TaskModel, plain_text, 
 from baselines.models.explain import LinearExplanation
 from baselines.models.params import ITERATIONS, MIN_COUNT, NEIGHBOURS, NGRAM_RANGE, POSITIVE, SEED, StrOptions
 from baselines.data import grown
-from baselines.taskspec import (Reading, Modelling, Scoring, Presentation, Benchmarks, TFIDF_PARTS, ModelEntry,
-                                TaskSpec, align_predictions, check_gold_labels, check_labels, compare_labels,
-                                jsonl_records, label_predictions)
+from baselines.taskspec import (Reading, Modelling, Scoring, Presentation, Benchmarks, Probe, length_in_words,
+                                TFIDF_PARTS, ModelEntry, TaskSpec, align_predictions, check_gold_labels, check_labels,
+                                compare_labels, jsonl_records, label_predictions)
 from features.analysis import analyze
 from features.normalize import nfc_fields
 from features.vectorize import CharacterNgrams, MorphemeNeighbours, MorphemeNgrams, prefetch_neighbours
@@ -262,6 +262,28 @@ def compare(records: Sequence, aligned: Sequence[dict]):
     return compare_labels(aligned, targets(records), "title", LABELS)
 
 
+PROBE_CHARACTERS = 4  # the "few characters" of a title that the first- and last-characters probes see
+
+
+def title_start(records: Sequence[YnatExample]) -> list[YnatExample]:
+    return [replace(record, title=record.title[:PROBE_CHARACTERS]) for record in records]
+
+
+def title_end(records: Sequence[YnatExample]) -> list[YnatExample]:
+    return [replace(record, title=record.title[-PROBE_CHARACTERS:]) for record in records]
+
+
+def title_length(records: Sequence[YnatExample]) -> list[YnatExample]:
+    return [replace(record, title=length_in_words(record.title)) for record in records]
+
+
+PROBES = (
+    Probe("first characters", f"the title's first {PROBE_CHARACTERS} characters", title_start),
+    Probe("last characters", f"the title's last {PROBE_CHARACTERS} characters", title_end),
+    Probe("title length", "the title's length alone (each title made '<its length>자')", title_length),
+)
+
+
 TASK = TaskSpec(
     code="ynat",
     title="YNAT topic classification",
@@ -300,5 +322,5 @@ TASK = TaskSpec(
     ),
     presentation=Presentation(drawer=html.draw_labelled),
     benchmarks=Benchmarks(grow=grown.repeated, peer="fasttext", peer_text=lambda record: record.title,
-                          doctor_fits_default=True),
+                          doctor_fits_default=True, probes=PROBES),
 )
