@@ -103,7 +103,7 @@ def _generated_nli(tmp_path, planted: bool) -> tuple:
 @pytest.mark.parametrize("planted", [True, False])
 def test_a_label_word_planted_in_the_hypotheses_is_found_by_the_hypothesis_only_probe(tmp_path, planted):
     train, dev = _generated_nli(tmp_path, planted)
-    report, _path = api.probe("nli", train=train, dev=dev, log=api.quiet)
+    report, _path = api.probe("nli", train=train, dev=dev, results_dir=tmp_path / "results", log=api.quiet)
     rows = {row["probe"]: row for row in report["probes"]}
     assert rows["whole input"]["headline"]["accuracy"] >= 90  # the pair tells the labels apart
     assert rows["nothing"]["headline"]["accuracy"] == 50
