@@ -52,6 +52,7 @@ def test_gap_closed_counts_from_the_floor_and_from_zero_where_the_floor_is_undef
     assert probes.gap_closed(30.0, 40.0, 80.0) == -0.25
     assert probes.gap_closed(40.0, None, 80.0) == 0.5  # Pearson's r of a constant: no correlation
     assert probes.gap_closed(50.0, 50.0, 50.0) is None
+    assert probes.gap_closed(24.07, 51.67, 45.10) is None  # the whole input below the floor: no gap to close
     assert probes.gap_closed(None, 40.0, 80.0) is None
 
 
