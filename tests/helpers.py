@@ -100,6 +100,13 @@ def quick_model(code: str, name: str):
     return model.set_params(**QUICK.get((code, name), {}))
 
 
+def fitted_on_sample(code: str, name: str, **params):
+    """Model `name` of task `code` with `params` over its defaults, fitted on the sample's training file."""
+    spec = get_task(code)
+    records = spec.reading.load(sample_file(code, "train"))
+    return spec.modelling.models[name].build().set_params(**params).fit(records, spec.modelling.targets(records))
+
+
 # Generated MRC questions whose answers a reader can learn (the sample's 100 questions are too few to show it).
 NAMES = ["김철수", "이영희", "박민수", "최지우", "정하늘", "강다은", "윤서준", "한지민"]
 CITIES = ["서울", "부산", "대구", "광주", "대전", "울산", "인천", "제주"]

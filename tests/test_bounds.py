@@ -23,7 +23,7 @@ from baselines.tasks.dp.parser import MAX_TREE_EOJEOLS, joined_trees, sentence_p
 from features import analysis
 from features.analysis import MAX_TEXT_CHARACTERS, MorphemeAnalyzer, TextTooLong
 from features.normalize import nfc, nfc_text
-from helpers import cli, refused, sample_file
+from helpers import cli, fitted_on_sample, refused, sample_file
 
 QUIET = {"log": lambda message: None}
 
@@ -72,10 +72,7 @@ def test_joined_trees_link_each_piece_root_to_the_next():
 
 @pytest.fixture(scope="module")
 def quick_parser():
-    spec = get_task("dp")
-    records = spec.reading.load(sample_file("dp", "train"))
-    model = spec.modelling.models["mst"].build().set_params(epochs=1, perceptrons=1)
-    return model.fit(records, spec.modelling.targets(records))
+    return fitted_on_sample("dp", "mst", epochs=1, perceptrons=1)
 
 
 def is_tree(heads: list[int]) -> bool:

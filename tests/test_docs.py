@@ -215,13 +215,17 @@ def test_the_researchers_page_runs_on_files_shaped_as_the_tools_write_them(tmp_p
     page = DOCS["guide/researchers.md"]
     lines = [line.strip() for block in code_blocks(page, "bash") for line in block.splitlines()]
     commands = [line.replace("~/klue/klue-nli", str(sample_dir("nli") / "klue-nli")).replace(
-        "~/klue/klue-ner", str(sample_dir("ner") / "klue-ner")) for line in lines if line.startswith("klue-baselines")]
-    assert len(commands) == 5
+        "~/klue/klue-ner", str(sample_dir("ner") / "klue-ner")).replace(
+        "probe nli --data-dir ~/klue", f"probe nli --data-dir {sample_dir('nli')}")
+        for line in lines if line.startswith("klue-baselines")]
+    assert len(commands) == 6
     for command in commands:
         result = CliRunner().invoke(main, shlex.split(command)[1:])
         assert result.exit_code == 0, (command, result.output)
         if " compare ner " in command:
             assert "| wrong boundary and type |" in result.output and "| entity_macro_f1 |" in result.output
+        if " probe nli " in command:
+            assert "| hypothesis only |" in result.output and "| premise only |" in result.output
         if " compare nli " in command:
             assert "McNemar's exact test" in result.output and "a better" in result.output
     for block in code_blocks(page, "python"):

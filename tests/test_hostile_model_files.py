@@ -22,7 +22,7 @@ from baselines.runner.persistence import ModelFileError, load_model, read_metada
 from baselines.runner.registry import get_task
 from baselines.tasks import ner as ner_task
 
-from helpers import cli, json_records, refused, sample_file
+from helpers import cli, fitted_on_sample, json_records, refused, sample_file
 
 
 class PlantedCode:
@@ -309,10 +309,7 @@ def test_crf_weights_that_are_not_a_crfsuite_model_are_refused(tmp_path, monkeyp
 @pytest.fixture(scope="module")
 def small_boosted_sts():
     """STS's boosted trees, fitted once on the sample for the damage cases below, which only read it."""
-    spec = get_task("sts")
-    records = spec.reading.load(sample_file("sts", "train"))
-    model = spec.modelling.models["features-gbr"].build().set_params(max_iter=5, svd_components=5)
-    return model.fit(records, spec.modelling.targets(records))
+    return fitted_on_sample("sts", "features-gbr", max_iter=5, svd_components=5)
 
 
 @pytest.mark.parametrize("damage, expected", [("loop", "points outside the tree or back"),

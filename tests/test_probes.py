@@ -52,6 +52,7 @@ def test_gap_closed_counts_from_the_floor_and_from_zero_where_the_floor_is_undef
     assert probes.gap_closed(30.0, 40.0, 80.0) == -0.25
     assert probes.gap_closed(40.0, None, 80.0) == 0.5  # Pearson's r of a constant: no correlation
     assert probes.gap_closed(50.0, 50.0, 50.0) is None
+    assert probes.gap_closed(24.07, 51.67, 45.10) is None  # the whole input below the floor: no gap to close
     assert probes.gap_closed(None, 40.0, 80.0) is None
 
 
@@ -103,7 +104,7 @@ def _generated_nli(tmp_path, planted: bool) -> tuple:
 @pytest.mark.parametrize("planted", [True, False])
 def test_a_label_word_planted_in_the_hypotheses_is_found_by_the_hypothesis_only_probe(tmp_path, planted):
     train, dev = _generated_nli(tmp_path, planted)
-    report, _path = api.probe("nli", train=train, dev=dev, log=api.quiet)
+    report, _path = api.probe("nli", train=train, dev=dev, results_dir=tmp_path / "results", log=api.quiet)
     rows = {row["probe"]: row for row in report["probes"]}
     assert rows["whole input"]["headline"]["accuracy"] >= 90  # the pair tells the labels apart
     assert rows["nothing"]["headline"]["accuracy"] == 50

@@ -11,8 +11,8 @@ from baselines.runner import plots
 from baselines.runner.result_files import PREDICTIONS_FOLDER, all_runs
 from baselines.runner.registry import all_tasks
 from baselines.runner.tables import (TABLE_NOTES, anchor_section, budget_table, chart_rows, markdown_table, memory_cell,
-                                     peers_table, protocol_cell, protocol_section, scale_section, scale_table,
-                                     table_notes, table_rows)
+                                     peers_table, probes_table, protocol_cell, protocol_section, scale_section,
+                                     scale_table, table_notes, table_rows)
 
 
 START_MARK, END_MARK = "<!-- results:start -->", "<!-- results:end -->"
@@ -43,6 +43,7 @@ PEERS_START, PEERS_END = "<!-- peers:start -->", "<!-- peers:end -->"
 
 
 BUDGET_START, BUDGET_END = "<!-- budget:start -->", "<!-- budget:end -->"
+PROBES_START, PROBES_END = "<!-- probes:start -->", "<!-- probes:end -->"
 
 
 FIGURE_FOLDER = "figures"
@@ -110,6 +111,7 @@ def regenerate_readme(results_dir: Path) -> Path:
     scales = scale_table(results_dir)
     peers = peers_table(results_dir)
     budget = budget_table(results_dir)
+    probes = probes_table(results_dir)
     commands = []
     suite_seconds = all_seconds = 0.0
     defaults = {task.code: task.modelling.default_model for task in all_tasks()}
@@ -151,6 +153,7 @@ def regenerate_readme(results_dir: Path) -> Path:
            *(["![Each task's score against seconds: the peer, our default and our fast model](figures/peers.png)", ""]
              if (results_dir / "figures" / "peers.png").exists() else [])] if peers else []),
         *(["## The suite as a multiple of raw Kiwi analysis (`bench budget`)", "", budget, ""] if budget else []),
+        *(["## What the data alone gives away (`probe`)", "", probes, ""] if probes else []),
         "KLUE data: Park et al. (2021), CC BY-SA 4.0.",
         "",
     ])
@@ -178,6 +181,9 @@ def regenerate_readme(results_dir: Path) -> Path:
         if budget is not None:
             update_pages(pages, budget, (BUDGET_START, BUDGET_END),
                          "Generated from `results/budget.json` by `klue-baselines bench budget`.")
+        if probes is not None:
+            update_pages(pages, probes, (PROBES_START, PROBES_END),
+                         "Generated from `results/probes/` by `klue-baselines probe`.")
     return path
 
 

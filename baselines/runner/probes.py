@@ -46,10 +46,11 @@ def checked_shown(spec: TaskSpec, probe: Probe) -> Callable[[Sequence], list] | 
 
 def gap_closed(score: float | None, floor: float | None, whole: float | None) -> float | None:
     """The share of the gap between the floor and the whole input's score that `score` closes (1: all of it, 0:
-    none, below 0: worse than the floor); None where a score is undefined or there is no gap. A floor whose score
-    is undefined (Pearson's r of a constant prediction) counts from 0: a constant carries no correlation."""
+    none, below 0: worse than the floor); None where a score is undefined or the whole input does not beat the
+    floor (RE's AUPRC, where a constant's ties score above the default: there is no gap to close). A floor whose
+    score is undefined (Pearson's r of a constant prediction) counts from 0: a constant carries no correlation."""
     floor = 0.0 if floor is None else floor
-    if score is None or whole is None or math.isclose(whole, floor):
+    if score is None or whole is None or whole <= floor or math.isclose(whole, floor):
         return None
     return round((score - floor) / (whole - floor), 4)
 

@@ -309,6 +309,53 @@ def budget_table(results_dir: Path) -> str | None:
                       "|---|---|---|---|---|---|", *rows, "", " ".join(verdicts)])
 
 
+PROBES_FOLDER = "probes"
+
+
+def probes_reports(results_dir: Path) -> list[dict]:
+    """The reports of `probe` in results_dir/probes/<task>.json, in task order (an unreadable one left out)."""
+    reports = []
+    for task in all_tasks():
+        try:
+            report = json.loads((results_dir / PROBES_FOLDER / f"{task.code}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(report, dict) and isinstance(report.get("probes"), list) and report["probes"]:
+            reports.append(report)
+    return reports
+
+
+def _gap_cell(shares: dict) -> str:
+    return " / ".join("n/a" if share is None else f"{share:.0%}" for share in shares.values())
+
+
+def probes_table(results_dir: Path) -> str | None:
+    """Per task a row for each probe, between the whole input and nothing: what it sees, its headline scores with
+    their 95 % intervals, and the share of the gap between floor and whole input it closes; None before `probe`
+    has run on KLUE data."""
+    rows = []
+    for report in probes_reports(results_dir):
+        if report.get("sample"):
+            continue
+        for row in report["probes"]:
+            scores = " / ".join(
+                f"{format_score(score)} [{format_score(bounds[0])}, {format_score(bounds[1])}]" if bounds
+                else format_score(score)
+                for score, bounds in ((score, row["intervals"].get(metric))
+                                      for metric, score in row["headline"].items()))
+            rows.append(f"| {report['task']} | {row['probe']} | {row['sees']} | {scores} | "
+                        f"{_gap_cell(row['gap_closed'])} |")
+    if not rows:
+        return None
+    return "\n".join([
+        "| task | probe | what it sees | score [95% interval] | gap closed |", "|---|---|---|---|---|", *rows, "",
+        "Each probe is the task's default model (its trivial floor for 'nothing') trained on the training file and "
+        "scored on the dev file as `run` scores it, on what the probe leaves of each input; the gold stays whole. "
+        "Scores are the task's headline metrics in order; 'gap closed' is (probe - nothing) / (whole input - "
+        "nothing) for each, counted from 0 where the floor's score is undefined. Commands and versions: "
+        "`probes/<task>.json`."])
+
+
 def describe_machine(machine: dict[str, str]) -> str:
     """A result's machine (as provenance.machine() records it) in words: its CPU and Kiwi's kernels there."""
     return (f"{machine.get('cpu', 'an unknown CPU')} ({machine.get('architecture', '?')}), Kiwi kernels "
