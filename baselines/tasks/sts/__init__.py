@@ -473,7 +473,8 @@ def source_only(records: Sequence[StsExample]) -> list[StsExample]:
 # show part of the sentences hide it, and one shows it alone.
 PROBES = (
     Probe("one sentence", "the first sentence; the second and the pair's source are hidden", first_sentence_only),
-    Probe("lengths", "the two sentences' lengths alone (each made '<its length>자'); the source hidden", lengths_only),
+    Probe("lengths", "the two sentences' lengths alone (one of 17 characters made '17자'); the source hidden",
+          lengths_only),
     Probe("source", "the pair's source alone (its domain and how the pair was made); both sentences hidden",
           source_only),
 )

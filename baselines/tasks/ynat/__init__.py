@@ -280,7 +280,7 @@ def title_length(records: Sequence[YnatExample]) -> list[YnatExample]:
 PROBES = (
     Probe("first characters", f"the title's first {PROBE_CHARACTERS} characters", title_start),
     Probe("last characters", f"the title's last {PROBE_CHARACTERS} characters", title_end),
-    Probe("title length", "the title's length alone (each title made '<its length>자')", title_length),
+    Probe("title length", "the title's length alone (a title of 17 characters made '17자')", title_length),
 )
 
 
