@@ -12,13 +12,13 @@ from baselines import api
 from baselines.runner import probes
 from baselines.runner.registry import all_tasks, get_task
 from baselines.taskspec import Probe
-from helpers import invoke, sample_file, sample_records
+from helpers import invoke, sample_records
 
 PROBED = [spec.code for spec in all_tasks() if spec.benchmarks is not None and spec.benchmarks.probes]
 
 
 def test_the_text_classification_tasks_have_probes():
-    assert {"ynat", "nli", "sts", "re"} <= set(PROBED)
+    assert {"ynat", "nli", "sts", "re", "dp"} <= set(PROBED)
 
 
 @pytest.mark.parametrize("code", PROBED)
@@ -128,4 +128,8 @@ def test_the_probes_see_what_they_say(tmp_path):
     assert pair.sentence[pair.subject.start:pair.subject.end + 1] == re_record.subject.word
     assert pair.sentence[pair.object.start:pair.object.end + 1] == re_record.object.word
     assert (pair.subject.type, pair.object.type) == (re_record.subject.type, re_record.object.type)
-    assert sample_file("re").exists()
+    dp_record = sample_records("dp")[0]
+    tags = {probe.name: probe for probe in get_task("dp").benchmarks.probes}["tags only"].shown([dp_record])[0]
+    assert [word.pos for word in tags.words] == [word.pos for word in dp_record.words]
+    assert {word.form for word in tags.words} == {"문장"} and tags.text == " ".join(["문장"] * len(tags.words))
+    assert [len(word.lemma.split()) for word in tags.words] == [len(word.lemma.split()) for word in dp_record.words]

@@ -19,8 +19,8 @@ Log = Callable[[str], None]
 
 # The two rows that anchor every table: the default model on the whole input, and the floor, which sees no input.
 WHOLE_INPUT = Probe("whole input", "all of each input: the task's default model")
-NOTHING = Probe("nothing", "no input: the trivial floor, which predicts from the training labels alone",
-                model="trivial")
+NOTHING = Probe("nothing", "no input: the trivial floor (the task's 'trivial' model; DP's attaches each word to the "
+                           "next)", model="trivial")
 
 
 def probes_of(spec: TaskSpec) -> tuple[Probe, ...]:

@@ -1,6 +1,7 @@
 """DP: dependency parsing over eojeols (whitespace words): a head and a relation label for each."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -11,8 +12,8 @@ from baselines.metrics import scoring, tallies
 from baselines.metrics.teaching import Comparison
 from baselines.models.linear import OrderedLogisticRegression
 from baselines.data import grown
-from baselines.taskspec import (Reading, Modelling, Scoring, Presentation, Benchmarks, ModelEntry, PredictionError,
-                                PredictionFiles, TaskSpec, align_predictions)
+from baselines.taskspec import (HIDDEN_TEXT, Reading, Modelling, Scoring, Presentation, Benchmarks, ModelEntry, Probe,
+                                PredictionError, PredictionFiles, TaskSpec, align_predictions)
 from baselines.tasks.dp.data import (LABELS, DpSentence, DpWord, as_records, distinct_copy, from_hf, load, load_input,
                                      load_tsv_or_conllu, plain_inputs, predictions_from_file, targets, tree_problem,
                                      with_kiwi_pos, write_conllu, write_tsv)
@@ -79,6 +80,23 @@ def compare(records: Sequence[DpSentence], aligned: Sequence[dict]) -> Compariso
     return comparison
 
 
+def tags_only(records: Sequence[DpSentence]) -> list[DpSentence]:
+    """Each sentence with every word's form and lemmas hidden (one stand-in a morpheme, so that lemmas and tags
+    still pair up): the parser sees the words' tags and places alone."""
+    shown = []
+    for record in records:
+        words = [replace(word, form=HIDDEN_TEXT,
+                         lemma=None if word.lemma is None else " ".join([HIDDEN_TEXT] * len(word.lemma.split())))
+                 for word in record.words]
+        shown.append(replace(record, text=" ".join(word.form for word in words), words=words))
+    return shown
+
+
+PROBES = (
+    Probe("tags only", "each word's part-of-speech tags and place; its form and lemmas hidden", tags_only),
+)
+
+
 TASK = TaskSpec(
     code="dp",
     title="DP dependency parsing",
@@ -118,5 +136,5 @@ TASK = TaskSpec(
         compare=compare,
     ),
     presentation=Presentation(drawer=html.draw_dp),
-    benchmarks=Benchmarks(grow=grown.eojeols, size_unit="eojeols", peer="udpipe"),
+    benchmarks=Benchmarks(grow=grown.eojeols, size_unit="eojeols", peer="udpipe", probes=PROBES),
 )
