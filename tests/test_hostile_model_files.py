@@ -336,3 +336,77 @@ def test_boosted_trees_whose_indices_would_read_outside_them_are_refused(tmp_pat
     persistence.save_model(path, model, "sts", "features-gbr", [sample_file("sts", "train")], provenance.versions())
     error = refused("predict", "sts", "--model", path, "--input", sample_file("sts"))
     assert expected in error, error
+
+
+def _with_first_tree_nodes(model, nodes):
+    """A copy of the boosted model whose first tree holds `nodes`."""
+    damaged = copy.deepcopy(model)
+    damaged.regressor_._predictors[0][0].nodes = nodes
+    return damaged
+
+
+def test_boosted_tree_nodes_that_are_not_a_trees_records_are_refused(small_boosted_sts):
+    """The checker reads each node's fields by name: nodes without them (plain numbers, other fields), none at all,
+    or in two dimensions are refused with the one message; exactly the fields it reads, or a single leaf, pass."""
+    nodes = small_boosted_sts.regressor_._predictors[0][0].nodes
+    assert persistence.unsafe_trees(small_boosted_sts) is None
+    wrong = "a boosted tree's nodes are not a tree's records"
+    fields = nodes.dtype.fields
+    renamed = nodes.copy().view(np.dtype({  # the same records, the field 'left' named otherwise
+        "names": ["left_" if name == "left" else name for name in fields],
+        "formats": [fields[name][0] for name in fields], "offsets": [fields[name][1] for name in fields],
+        "itemsize": nodes.dtype.itemsize}))
+    for broken in (np.zeros(len(nodes)), renamed, nodes[:0], np.stack([nodes, nodes])):
+        assert persistence.unsafe_trees(_with_first_tree_nodes(small_boosted_sts, broken)) == wrong
+    read = ["left", "right", "feature_idx", "is_leaf", "is_categorical"]
+    only_read = np.zeros(len(nodes), dtype=[(name, nodes.dtype[name]) for name in read])
+    for name in read:
+        only_read[name] = nodes[name]
+    assert persistence.unsafe_trees(_with_first_tree_nodes(small_boosted_sts, only_read)) is None
+    leaf = nodes[:1].copy()
+    leaf["is_leaf"] = 1
+    assert persistence.unsafe_trees(_with_first_tree_nodes(small_boosted_sts, leaf)) is None
+
+
+def test_only_boosted_models_have_their_trees_walked():
+    """An object that merely has a `_predictors` attribute is not a boosted model: nothing of it is read."""
+    from types import SimpleNamespace
+    assert persistence.unsafe_trees(SimpleNamespace(_predictors=[[object()]])) is None
+
+
+def test_each_damage_of_a_boosted_tree_has_its_own_whole_message(small_boosted_sts):
+    """The exact message for each kind of damage, at the edges of each bound: a child that is its own node, a
+    child one past the last node, a feature one below the first."""
+    nodes = small_boosted_sts.regressor_._predictors[0][0].nodes
+    split = int(np.flatnonzero(nodes["is_leaf"] == 0)[-1])
+    outside = "a boosted tree's split points outside the tree or back to an earlier node"
+
+    def damaged(field: str, value: int) -> str | None:
+        broken = nodes.copy()
+        broken[field][split] = value
+        return persistence.unsafe_trees(_with_first_tree_nodes(small_boosted_sts, broken))
+
+    assert damaged("left", split) == outside and damaged("right", split) == outside
+    assert damaged("right", len(nodes)) == outside and damaged("left", len(nodes)) == outside
+    assert damaged("right", len(nodes) - 1) is None  # the last node is still inside
+    assert damaged("feature_idx", -1) == "a boosted tree splits on a feature that the model does not have"
+    assert damaged("feature_idx", small_boosted_sts.regressor_.n_features_in_) == (
+        "a boosted tree splits on a feature that the model does not have")
+    assert damaged("is_categorical", 1) == (
+        "a boosted tree has a categorical split, which no model of this toolkit makes")
+
+
+def test_held_objects_are_each_met_once_and_object_arrays_are_looked_into(small_boosted_sts):
+    """The walk over a model's parts ends on a cycle and yields each object once; a boosted model inside an object
+    array is found there."""
+    cycle: list = []
+    cycle.append(cycle)
+    shared = {"a": 1}
+    assert [id(item) for item in persistence._held_objects([cycle, shared, shared])][1:] in (
+        [id(shared), id(cycle)], [id(cycle), id(shared)])
+    nodes = small_boosted_sts.regressor_._predictors[0][0].nodes.copy()
+    nodes["is_categorical"][0] = 1
+    inside = np.empty(1, dtype=object)
+    inside[0] = _with_first_tree_nodes(small_boosted_sts, nodes)
+    assert persistence.unsafe_trees({"models": inside}) == (
+        "a boosted tree has a categorical split, which no model of this toolkit makes")
