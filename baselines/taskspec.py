@@ -137,7 +137,7 @@ class Probe:
     labels stay whole, so its score says how much of the task that part of the input gives away."""
 
     name: str  # short, as the table shows it: 'hypothesis only'
-    sees: str  # what the model is shown, in words: 'the hypothesis; the premise is left empty'
+    sees: str  # what the model is shown, in words: 'the premise; the hypothesis is hidden'
     shown: Callable[[Sequence], list] | None = None  # records -> the records as the probe shows them; None: whole
     model: str | None = None
     # Hyper-parameters over the model's, where the partial input leaves one without meaning (NLI's second stage

@@ -86,11 +86,6 @@ def _display_width(text: str) -> int:
 TABLE_FORMATS = ("text", "markdown", "latex", "csv")
 
 
-def bounds_cell(bounds: list[float] | None) -> str:
-    """A 95 % interval as a table shows it: '[low, high]', or 'n/a' where the metric is undefined."""
-    return "n/a" if bounds is None else f"[{tables.format_score(bounds[0])}, {tables.format_score(bounds[1])}]"
-
-
 _LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
                   "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}
 

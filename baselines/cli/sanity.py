@@ -5,14 +5,10 @@ import click
 
 from baselines import api
 from baselines.runner import tables
-from baselines.cli._console import TABLE_FORMATS, _print_table, bounds_cell, command_line, console, friendly_errors
+from baselines.cli._console import TABLE_FORMATS, _print_table, command_line, console, friendly_errors
 from baselines.cli._options import (backend_option, cv_option, data_dir_option, dev_option, jobs_option,
                                     results_dir_option, seed_option, task_argument, train_option)
 from baselines.cli._app import main
-
-
-def _share(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.0%}"
 
 
 @main.command()
@@ -42,9 +38,9 @@ def probe(ctx, task: str, data_dir, train_file, dev_file, cv: int, seed: int, jo
     _print_table(["probe", "sees", *[f"{metric} [95% interval]" for metric in headline],
                   *[f"gap closed ({metric})" for metric in headline]],
                  [[row["probe"], row["sees"],
-                   *[f"{tables.format_score(row['headline'].get(metric))} {bounds_cell(row['intervals'].get(metric))}"
-                     for metric in headline],
-                   *[_share(row["gap_closed"].get(metric)) for metric in headline]]
+                   *[f"{tables.format_score(row['headline'].get(metric))} "
+                     f"{tables.interval_cell(row['intervals'].get(metric))}" for metric in headline],
+                   *[tables.share_cell(row["gap_closed"].get(metric)) for metric in headline]]
                   for row in report["probes"]], table_format)
     click.echo(f"protocol: {report['protocol']}; gap closed: the share of (whole input - nothing) that a probe "
                "reaches above nothing")

@@ -11,8 +11,8 @@ from baselines.data import prediction_formats
 from baselines.data.fileio import check_output_file, write_json_atomic
 from baselines.metrics import significance
 from baselines.runner import result_files, tables, tuning
-from baselines.cli._console import (TABLE_FORMATS, _print_metrics, _print_table, _shown_input, bounds_cell,
-                                    command_line, console, friendly_errors)
+from baselines.cli._console import (TABLE_FORMATS, _print_metrics, _print_table, _shown_input, command_line,
+                                    console, friendly_errors)
 from baselines.cli._options import (DATA_PATH, backend_option, data_dir_option, evaluation_options, jobs_option,
                                     model_name_option, plots_option, pos_option, results_dir_option, seed_option,
                                     task_argument, task_codes_argument, train_option)
@@ -73,7 +73,8 @@ def run(ctx, task_codes, model_name, params, data_dir, train_file, dev_file, cv:
                       command=command_line(), jobs=jobs, backend=backend, log=console(ctx).log, **params)
     _print_table(["task", "model", "metric", "score", "95% interval", "n", "protocol"],
                  [[record["task"], record["model"], metric, tables.format_score(record["metrics"][metric]),
-                   bounds_cell(record["intervals"].get(metric)), f"{record['dev_records']:,}", record["protocol"]]
+                   tables.interval_cell(record["intervals"].get(metric)), f"{record['dev_records']:,}",
+                   record["protocol"]]
                   for record in records for metric in record["headline"]], table_format)
     if any(record["sample"] for record in records):
         click.echo("(scores on the shipped sample, not KLUE results: use --data-dir for the real data)")

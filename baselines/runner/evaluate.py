@@ -179,8 +179,9 @@ def evaluate_task(task: TaskSpec, data: TaskData, model_name: str | None = None,
     data = _checked_setting(task, data, cv, train_fraction, params, fitted)
     resources, train_records, dev_records = _loaded(task, data, watch, log)
     # What the model reads; the gold records, whole, are what is scored, resampled and grouped into folds.
-    seen_train, seen_dev = (shown(train_records), shown(dev_records)) if shown is not None else (train_records,
-                                                                                                 dev_records)
+    seen_train, seen_dev = train_records, dev_records
+    if shown is not None:
+        seen_train, seen_dev = shown(train_records), shown(dev_records)
     name, model = fitted if fitted is not None else watch.measure(
         "fit", lambda: build_model(task, model_name, seed, resources, params, log))
     trained_on: list[int] = []  # records per fit: one, or one per fold

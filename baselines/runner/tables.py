@@ -78,13 +78,17 @@ def headline_runs(runs_by_task: dict[str, dict]) -> list[dict]:
     return entries
 
 
+def interval_cell(bounds: list[float] | None) -> str:
+    """A 95 % interval as a table shows it: '[low, high]', or 'n/a' where the metric is undefined."""
+    return UNDEFINED if bounds is None else f"[{format_score(bounds[0])}, {format_score(bounds[1])}]"
+
+
 def _interval_cell(run: dict | None, metric: str) -> str:
     """A run's 95 % bootstrap interval in the table: '[low, high]'; '-' where the row has none (no run, or
     recorded before intervals were), 'n/a' where the metric is undefined on the resamples."""
     if not run or "intervals" not in run or metric not in run["metrics"]:
         return "-"
-    bounds = run["intervals"].get(metric)
-    return UNDEFINED if bounds is None else f"[{format_score(bounds[0])}, {format_score(bounds[1])}]"
+    return interval_cell(run["intervals"].get(metric))
 
 
 def _dev_size(run: dict | None) -> str:
@@ -325,8 +329,9 @@ def probes_reports(results_dir: Path) -> list[dict]:
     return reports
 
 
-def _gap_cell(shares: dict) -> str:
-    return " / ".join("n/a" if share is None else f"{share:.0%}" for share in shares.values())
+def share_cell(share: float | None) -> str:
+    """A share of a gap as a table shows it: '38%', or 'n/a' where there is none."""
+    return UNDEFINED if share is None else f"{share:.0%}"
 
 
 def probes_table(results_dir: Path) -> str | None:
@@ -339,12 +344,11 @@ def probes_table(results_dir: Path) -> str | None:
             continue
         for row in report["probes"]:
             scores = " / ".join(
-                f"{format_score(score)} [{format_score(bounds[0])}, {format_score(bounds[1])}]" if bounds
-                else format_score(score)
-                for score, bounds in ((score, row["intervals"].get(metric))
-                                      for metric, score in row["headline"].items()))
-            rows.append(f"| {report['task']} | {row['probe']} | {row['sees']} | {scores} | "
-                        f"{_gap_cell(row['gap_closed'])} |")
+                format_score(score) + (f" {interval_cell(row['intervals'][metric])}"
+                                       if row["intervals"].get(metric) else "")
+                for metric, score in row["headline"].items())
+            shares = " / ".join(map(share_cell, row["gap_closed"].values()))
+            rows.append(f"| {report['task']} | {row['probe']} | {row['sees']} | {scores} | {shares} |")
     if not rows:
         return None
     return "\n".join([
