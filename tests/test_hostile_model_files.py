@@ -410,3 +410,17 @@ def test_held_objects_are_each_met_once_and_object_arrays_are_looked_into(small_
     inside[0] = _with_first_tree_nodes(small_boosted_sts, nodes)
     assert persistence.unsafe_trees({"models": inside}) == (
         "a boosted tree has a categorical split, which no model of this toolkit makes")
+
+
+def test_a_skops_entry_of_an_unknown_compression_method_is_refused_in_one_line():
+    """A fuzzed byte turned an entry's compression method into one zipfile does not know: its NotImplementedError
+    is a refusal naming the file, as every other damage is."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        archive.writestr("schema.json", "{}")
+    payload = bytearray(buffer.getvalue())
+    for signature, offset in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):  # local header and central directory
+        start = payload.index(signature)
+        payload[start + offset:start + offset + 2] = (99).to_bytes(2, "little")
+    with pytest.raises(persistence.ModelFileError, match=r"^m\.model: not a readable model \(NotImplementedError: "):
+        persistence._skops_schema(Path("m.model"), bytes(payload))

@@ -309,8 +309,9 @@ def _skops_schema(path: Path, payload: bytes) -> list[dict]:
     except ModelFileError:
         raise
     except (zipfile.BadZipFile, KeyError, UnicodeDecodeError, json.JSONDecodeError, RecursionError, OSError,
-            EOFError, ValueError, zlib.error, SyntaxError, tokenize.TokenError) as error:
-        # SyntaxError, TokenError: numpy reads an array's header as a Python literal
+            EOFError, ValueError, zlib.error, SyntaxError, tokenize.TokenError, NotImplementedError) as error:
+        # SyntaxError, TokenError: numpy reads an array's header as a Python literal; NotImplementedError: zipfile
+        # on an entry whose compression method byte names one it does not know
         raise ModelFileError(f"{path}: not a readable model ({type(error).__name__}: {error})") from None
 
 
